@@ -1,0 +1,1 @@
+"""Agents that act in FrogSWE episodes, and the protocol every agent follows."""
