@@ -1,0 +1,526 @@
+"""The local sandbox backend: bubblewrap with every namespace unshared.
+
+Inside, the agent sees the workspace at ``/testbed`` (writable), the system directories, the Python
+installation and the repository's venv (read-only), a private ``/tmp``, a loopback-only network of its
+own, and nothing else: not the frog-gym cache, not the task files, not the home directory. Processes run
+as an unprivileged user with no capabilities, bounded by rlimits (memory, CPU time, file size) and a pids
+cgroup (process count). A timed-out command's whole process tree dies, ``setsid`` children included,
+because the kill is by PID namespace rather than by process group; the shell survives.
+
+Example:
+    >>> import tempfile, pathlib
+    >>> ws = pathlib.Path(tempfile.mkdtemp())
+    >>> with LocalSandbox(ws) as sb:
+    ...     _ = sb.run("cd /tmp && export X=1")
+    ...     sb.run("echo $PWD $X").output
+    '/tmp 1\\n'
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+from pathlib import Path
+
+from frog_gym import paths
+from frog_gym.errors import SandboxError, SandboxUnavailableError
+from frog_gym.sandbox.base import ExecResult, Limits
+
+TESTBED = "/testbed"
+_EOF = "\x00eof"
+_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "protocols", "services",
+        "mime.types", "localtime", "ssl")
+_INSTALL_HINT = ("bubblewrap (bwrap) is not installed. Install it with `sudo apt-get install bubblewrap` "
+                 "(Debian/Ubuntu), `sudo dnf install bubblewrap` (Fedora) or `sudo pacman -S bubblewrap` (Arch). "
+                 "To run without a sandbox at your own risk, set FROG_GYM_UNSANDBOXED=1 (see README, 'Safety').")
+
+
+def bwrap_path() -> str:
+    """The bubblewrap binary, or a :class:`SandboxUnavailableError` that says how to install it."""
+    found = shutil.which("bwrap")
+    if not found:
+        raise SandboxUnavailableError(_INSTALL_HINT)
+    return found
+
+
+def _etc_dir() -> Path:
+    """A tiny /etc overlay (passwd, group, hosts) shared by all sandboxes, written once."""
+    d = paths.home() / "etc"
+    if not (d / "hosts").exists():
+        d.mkdir(exist_ok=True)
+        (d / "passwd").write_text("frog:x:65534:65534:frog-gym:/tmp:/bin/bash\n")
+        (d / "group").write_text("frog:x:65534:\n")
+        tmp = d / "hosts.tmp"
+        tmp.write_text("127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost\n")
+        tmp.replace(d / "hosts")
+    return d
+
+
+def base_env(venv: Path | None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The pinned environment of every sandboxed process: deterministic hash seed, TZ, locale."""
+    path = "/usr/local/bin:/usr/bin:/bin"
+    env = {"HOME": "/tmp", "USER": "frog", "LOGNAME": "frog", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+           "LC_ALL": "C.UTF-8", "TZ": "UTC", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONUNBUFFERED": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "PIP_NO_INDEX": "1",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "GIT_AUTHOR_NAME": "agent", "GIT_AUTHOR_EMAIL": "agent@sandbox",
+           "GIT_COMMITTER_NAME": "agent", "GIT_COMMITTER_EMAIL": "agent@sandbox", "PATH": path}
+    if venv is not None:
+        env["VIRTUAL_ENV"] = str(venv)
+        env["PATH"] = f"{venv}/bin:{path}"
+    env.update(extra or {})
+    return env
+
+
+class _PidsCgroup:
+    """A pids cgroup bounding the sandbox's process count, where this machine lets us make one."""
+
+    def __init__(self, max_pids: int):
+        self.path: Path | None = None
+        for root in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+            if not (root / "cgroup.procs").exists() or (root == Path("/sys/fs/cgroup") and
+                                                        not (root / "cgroup.controllers").exists()):
+                continue
+            try:
+                own = next(line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
+                           if line.split(":", 2)[1] in (("pids",) if root.name == "pids" else ("",)))
+                path = root / own.lstrip("/") / f"frog-gym-{uuid.uuid4().hex[:12]}"
+                path.mkdir()
+                (path / "pids.max").write_text(str(max_pids))
+                self.path = path
+                return
+            except (OSError, StopIteration):
+                continue
+
+    def enter(self) -> None:
+        """Move the calling process into the cgroup (called in the child before exec)."""
+        if self.path is not None:
+            (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def remove(self) -> None:
+        """Remove the cgroup, or leave it to the next sweep while the kernel is still reaping its tasks."""
+        if self.path is None:
+            return
+        own, self.path = self.path, None
+        now = time.time()
+        for cg in own.parent.glob("frog-gym-*"):
+            try:  # a busy cgroup refuses rmdir, so sweeping old ones never disturbs a live sandbox
+                if cg == own or now - cg.stat().st_mtime > 30:
+                    cg.rmdir()
+            except OSError:
+                pass
+
+
+class _Capture:
+    """Keeps the head and the tail of a stream up to a byte cap, counting what it drops."""
+
+    def __init__(self, cap: int):
+        self.half = max(cap // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > 2 * self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> tuple[str, int]:
+        tail = self.tail[-self.half:] if len(self.tail) > self.half else self.tail
+        dropped = self.total - len(self.head) - len(tail)
+        out = self.head.decode("utf-8", "replace")
+        if dropped:
+            out += (f"\n[... output cut: {dropped} of {self.total} bytes dropped; showing the first "
+                    f"{len(self.head)} and the last {len(tail)} bytes ...]\n")
+        return out + bytes(tail).decode("utf-8", "replace"), dropped
+
+
+def _ns_of(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _nspid(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+class LocalSandbox:
+    """A bubblewrap sandbox over one workspace, with one persistent bash.
+
+    Args:
+        workspace: the host folder mounted writable at ``/testbed``.
+        venv: the repository venv, mounted read-only at its own path (its scripts hard-code it).
+        limits: resource bounds.
+        env: extra environment variables.
+        binds: extra ``(host_path, sandbox_path, writable)`` mounts (grading's report folder).
+    """
+
+    root = TESTBED
+
+    def __init__(self, workspace: Path, venv: Path | None = None, limits: Limits | None = None,
+                 env: dict[str, str] | None = None, binds: tuple[tuple[Path, str, bool], ...] = ()):
+        self.host_root = Path(workspace)
+        self.venv = Path(venv) if venv else None
+        self.limits = limits or Limits()
+        self.env = base_env(self.venv, env)
+        self.binds = binds
+        self._bwrap = bwrap_path()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._cgroup: _PidsCgroup | None = None
+        self._ctl_r = -1
+        self._ns: str | None = None
+        self._shell_nspid: int | None = None
+        self._closed = False
+        self.restarts = 0
+
+    # -- launching ----------------------------------------------------------------------------------
+    def _argv(self, command: list[str]) -> list[str]:
+        a = [self._bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+             "--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--clearenv"]
+        for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"):
+            if os.path.islink(top):
+                a += ["--symlink", os.readlink(top), top]
+            elif os.path.isdir(top) and top != "/opt":
+                a += ["--ro-bind", top, top]
+        a += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]
+        for name in _ETC:
+            a += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        etc = _etc_dir()
+        for name in ("passwd", "group", "hosts"):
+            a += ["--ro-bind", str(etc / name), f"/etc/{name}"]
+        prefix = os.path.realpath(sys.base_prefix)
+        if not prefix.startswith("/usr"):
+            a += ["--ro-bind", prefix, prefix]
+            if os.path.realpath(sys.base_prefix) != sys.base_prefix:
+                a += ["--ro-bind", prefix, sys.base_prefix]
+        if self.venv is not None:
+            a += ["--ro-bind", str(self.venv), str(self.venv)]
+        a += ["--bind", str(self.host_root), TESTBED]
+        for host, inside, writable in self.binds:
+            a += ["--bind" if writable else "--ro-bind", str(host), inside]
+        for k, v in sorted(self.env.items()):
+            a += ["--setenv", k, v]
+        a += ["--chdir", TESTBED, "--", *command]
+        return a
+
+    def _preexec(self, cgroup: _PidsCgroup) -> None:
+        lim = self.limits
+        resource.setrlimit(resource.RLIMIT_AS, (lim.memory_bytes, lim.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_CPU, (lim.cpu_seconds, lim.cpu_seconds))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (lim.file_bytes, lim.file_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if cgroup.path is None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (lim.max_processes, lim.max_processes))
+        cgroup.enter()
+
+    def _spawn(self, command: list[str], pass_fds: tuple[int, ...] = ()) -> tuple[subprocess.Popen[bytes], _PidsCgroup]:
+        cgroup = _PidsCgroup(self.limits.max_processes)
+        try:
+            proc = subprocess.Popen(self._argv(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, pass_fds=pass_fds,
+                                    preexec_fn=lambda: self._preexec(cgroup), close_fds=True)
+        except OSError as e:
+            cgroup.remove()
+            raise SandboxError(f"could not start bubblewrap: {e}") from e
+        return proc, cgroup
+
+    def _start_shell(self) -> None:
+        ctl_r, ctl_w = os.pipe()
+        self._proc, self._cgroup = self._spawn(["/bin/bash", "--noprofile", "--norc"], pass_fds=(ctl_w,))
+        os.close(ctl_w)
+        os.set_blocking(ctl_r, False)
+        self._ctl_r = ctl_r
+        self._ctl_fd = ctl_w  # the number the shell knows it by
+        self._ctl_buf = b""
+        assert self._proc.stdout is not None
+        os.set_blocking(self._proc.stdout.fileno(), False)
+        init = (f"set +o history; PS1=''; PS2=''; exec 2>&1; printf 'ready %s\\n' $$ >&{ctl_w}\n").encode()
+        self._send(init)
+        line = self._read_ctl(time.monotonic() + 10, _Capture(4096))
+        if line is None or line is _EOF or not line.startswith("ready "):
+            out = self._drain_now()
+            self._kill_all()
+            raise SandboxError("the sandbox shell did not start (bubblewrap said: "
+                               f"{out.strip()[:500] or 'nothing'}). Check that `bwrap --unshare-all true` works "
+                               "on this machine.")
+        self._shell_nspid = int(line.split()[1])
+        self._ns = self._find_ns()
+
+    def _find_ns(self) -> str | None:
+        assert self._proc is not None
+        own = _ns_of(os.getpid())
+        for _ in range(100):
+            try:
+                kids = Path(f"/proc/{self._proc.pid}/task/{self._proc.pid}/children").read_text().split()
+            except OSError:
+                kids = []
+            for k in kids:
+                ns = _ns_of(int(k))
+                if ns and ns != own:
+                    return ns
+            time.sleep(0.001)
+        return None
+
+    # -- talking to the shell -------------------------------------------------------------------------
+    def _send(self, data: bytes) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def _drain_now(self) -> str:
+        cap = _Capture(8192)
+        self._pump(cap)
+        return cap.text()[0]
+
+    def _pump(self, cap: _Capture) -> bool:
+        """Read what output is available; False at end of file."""
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            cap.feed(chunk)
+
+    def _read_ctl(self, deadline: float, cap: _Capture) -> str | None:
+        """Wait for one control line, pumping output meanwhile.
+
+        Returns None at the deadline, and ``_EOF`` when the shell has gone away.
+        """
+        assert self._proc is not None and self._proc.stdout is not None
+        out_fd = self._proc.stdout.fileno()
+        out_open = True
+        while True:
+            if b"\n" in self._ctl_buf:
+                line, self._ctl_buf = self._ctl_buf.split(b"\n", 1)
+                return line.decode("ascii", "replace")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            fds = [self._ctl_r] + ([out_fd] if out_open else [])
+            ready, _, _ = select.select(fds, [], [], min(left, 0.5))
+            if out_fd in ready:
+                out_open = self._pump(cap)
+            if self._ctl_r in ready:
+                try:
+                    chunk = os.read(self._ctl_r, 4096)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    self._pump(cap)
+                    return _EOF
+                self._ctl_buf += chunk
+            if not ready and self._proc.poll() is not None:
+                self._pump(cap)
+                return _EOF
+
+    def run(self, command: str, timeout: float | None = None) -> ExecResult:
+        """Run ``command`` in the persistent shell; see :class:`~frog_gym.sandbox.base.Sandbox`."""
+        if self._closed:
+            raise SandboxError("run() on a closed sandbox; make a new one (or call env.reset()).")
+        if self._proc is None or self._proc.poll() is not None:
+            self._restart_shell()
+        timeout = self.limits.command_timeout if timeout is None else timeout
+        cap = _Capture(self.limits.output_cap)
+        fd = self._ctl_fd
+        wrapped = (f"eval {shlex.quote(command)} </dev/null {fd}>&-\n"
+                   f"printf '\\036%s\\n' $? >&{fd}\n").encode("utf-8", "surrogateescape")
+        start = time.monotonic()
+        self._send(wrapped)
+        line = self._read_ctl(start + timeout, cap)
+        timed_out = False
+        code = None
+        if line is None:
+            timed_out = True
+            self._kill_children()
+            line = self._read_ctl(time.monotonic() + 2.0, cap)
+            if line is None or line is _EOF:  # the shell itself is wedged (`exec` replaced it): a new one
+                self._restart_shell()
+        elif line is _EOF:
+            assert self._proc is not None
+            try:
+                code = self._proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:  # `exec` replaced the shell by another program
+                code = None
+            cap.feed(b"\n[the shell exited; a new shell was started in /testbed: cd and exported variables "
+                     b"were reset]\n")
+            self._restart_shell()
+        else:
+            self._reap_if_crowded(cap)
+        seconds = time.monotonic() - start
+        if line and line is not _EOF and line.startswith("\x1e") and not timed_out:
+            try:
+                code = int(line[1:])
+            except ValueError:
+                code = None
+        out, dropped = cap.text()
+        return ExecResult(out, code, timed_out, cap.total, dropped, seconds)
+
+    # -- one-shot processes (grading) -----------------------------------------------------------------
+    def exec(self, argv: list[str], timeout: float, env: dict[str, str] | None = None) -> ExecResult:
+        """Run one process in a fresh sandbox over the same workspace; kill it all at ``timeout``."""
+        saved = self.env
+        self.env = {**self.env, **(env or {})}
+        try:
+            proc, cgroup = self._spawn(argv)
+        finally:
+            self.env = saved
+        assert proc.stdout is not None and proc.stdin is not None
+        proc.stdin.close()
+        cap = _Capture(self.limits.output_cap)
+        start = time.monotonic()
+        fd = proc.stdout.fileno()
+        timed_out = False
+        while True:
+            left = start + timeout - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([fd], [], [], min(left, 0.5))
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                cap.feed(chunk)
+        if timed_out:
+            proc.kill()
+        code = proc.wait()
+        proc.stdout.close()
+        cgroup.remove()
+        out, dropped = cap.text()
+        return ExecResult(out, None if timed_out else code, timed_out, cap.total, dropped,
+                          time.monotonic() - start)
+
+    # -- killing --------------------------------------------------------------------------------------
+    def sandbox_pids(self) -> list[int]:
+        """Host PIDs of every process inside the sandbox's PID namespace (the init included)."""
+        if self._ns is None:
+            return []
+        pids = []
+        for name in os.listdir("/proc"):
+            if name.isdigit() and _ns_of(int(name)) == self._ns:
+                pids.append(int(name))
+        return pids
+
+    def _kill_children(self) -> None:
+        """Kill everything in the sandbox but its init and the shell: ``setsid`` children included."""
+        for _ in range(50):
+            victims = [p for p in self.sandbox_pids() if _nspid(p) not in (1, self._shell_nspid)]
+            if not victims:
+                return
+            for p in victims:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.005)
+
+    def _reap_if_crowded(self, cap: _Capture) -> None:
+        """Background processes may outlive their command, but not crowd the process limit (a fork bomb)."""
+        others = [p for p in self.sandbox_pids() if _nspid(p) not in (1, self._shell_nspid)]
+        if len(others) > self.limits.max_processes // 2:
+            self._kill_children()
+            cap.feed(f"\n[{len(others)} background processes were killed: the sandbox was near its limit of "
+                     f"{self.limits.max_processes} processes]\n".encode())
+
+    def _kill_all(self) -> None:
+        if self._proc is not None:
+            # Kill the namespace's processes directly: waiting for --die-with-parent to cascade takes seconds.
+            for pid in self.sandbox_pids():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+            for f in (self._proc.stdin, self._proc.stdout):
+                try:
+                    if f:
+                        f.close()
+                except OSError:
+                    pass
+            self._proc = None
+        if self._ctl_r >= 0:
+            os.close(self._ctl_r)
+            self._ctl_r = -1
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
+        self._ns = None
+
+    def _restart_shell(self) -> None:
+        self._kill_all()
+        self._start_shell()
+        self.restarts += 1
+
+    def restart(self) -> None:
+        """Kill everything and start a fresh shell at /testbed."""
+        if self._closed:
+            raise SandboxError("restart() on a closed sandbox")
+        self._kill_all()
+        self._start_shell()
+
+    def close(self) -> None:
+        """Kill every process of the sandbox. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self._kill_all()
+
+    def __enter__(self) -> LocalSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            try:
+                self.close()
+            except Exception:
+                pass
+
+
+class UnsandboxedWarning(UserWarning):
+    """Commands are running without isolation (FROG_GYM_UNSANDBOXED=1)."""
+
+
+def check_unsandboxed_opt_in() -> bool:
+    """True when the user opted out of sandboxing; warns loudly every time."""
+    if os.environ.get("FROG_GYM_UNSANDBOXED") == "1":
+        warnings.warn("FROG_GYM_UNSANDBOXED=1: agent commands run WITHOUT a sandbox, with your user's full "
+                      "access to files and network. Use only for debugging trusted agents.", UnsandboxedWarning,
+                      stacklevel=2)
+        return True
+    return False

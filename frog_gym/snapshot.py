@@ -1,0 +1,274 @@
+"""Repository snapshots and their venvs, content-addressed under ``$FROG_GYM_HOME``.
+
+``prepare(spec)`` fetches the pinned source (pip is the only network user), refuses a hash mismatch,
+unpacks it once, builds one venv per (repository, lock, Python) and returns a :class:`PreparedRepo`.
+Every step is idempotent and guarded by a file lock, so concurrent processes share the work safely.
+
+The package under test is imported from the episode's workspace, not from site-packages: the venv gets
+the package's metadata and dependencies, its own modules are removed, and a ``.pth`` file points at the
+workspace mount (``/testbed`` plus the spec's ``import_paths``). So an agent's edit takes effect at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock
+
+from frog_gym import paths
+from frog_gym.errors import HashMismatchError, OfflineError, SourceError
+from frog_gym.spec import RepoSpec
+
+TESTBED = "/testbed"
+"""Where the repository appears inside every sandbox."""
+
+_DONE = ".frog-complete"
+_GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "frog-gym",
+            "GIT_AUTHOR_EMAIL": "frog-gym@localhost", "GIT_COMMITTER_NAME": "frog-gym",
+            "GIT_COMMITTER_EMAIL": "frog-gym@localhost", "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+            "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+
+
+@dataclass(frozen=True)
+class PreparedRepo:
+    """A repository ready for episodes: its pristine tree and its venv (both read-only by convention)."""
+
+    spec: RepoSpec
+    tree: Path
+    venv: Path
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _lock(name: str) -> FileLock:
+    d = paths.home() / "locks"
+    d.mkdir(exist_ok=True)
+    return FileLock(str(d / f"{name}.lock"))
+
+
+def _tail(text: str, n: int = 40) -> str:
+    return "\n".join(text.splitlines()[-n:])
+
+
+def fetch_sdist(spec: RepoSpec) -> Path:
+    """The verified sdist archive of a pypi spec, downloaded with pip on first use.
+
+    Raises:
+        OfflineError: the archive is not cached and FROG_GYM_OFFLINE=1.
+        HashMismatchError: the downloaded file's sha256 differs from the spec's.
+    """
+    src = spec.source
+    cache = paths.home() / "sdists"
+    cache.mkdir(exist_ok=True)
+    for p in cache.glob(f"{src.sha256}.*"):
+        return p
+    with _lock(f"sdist-{src.sha256[:16]}"):
+        for p in cache.glob(f"{src.sha256}.*"):
+            return p
+        if paths.offline():
+            raise OfflineError(
+                f"FROG_GYM_OFFLINE=1 but the source of '{spec.name}' ({src}, sha256 {src.sha256[:16]}...) is not "
+                f"in the cache {cache}. Run once with network (unset FROG_GYM_OFFLINE), or copy the archive "
+                f"there as {src.sha256}.tar.gz.")
+        with tempfile.TemporaryDirectory(dir=cache) as tmp:
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                   "--disable-pip-version-check", "-q", "-d", tmp, f"{src.name}=={src.version}"]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            files = list(Path(tmp).iterdir())
+            if proc.returncode != 0 or not files:
+                raise SourceError(f"pip could not download the sdist {src} for '{spec.name}' "
+                                  f"(exit {proc.returncode}):\n{_tail(proc.stderr)}")
+            archive = files[0]
+            got = sha256_file(archive)
+            if got != src.sha256:
+                raise HashMismatchError(
+                    f"{spec.path}: source.sha256 does not match the downloaded {archive.name}: the spec pins "
+                    f"{src.sha256}, the file has {got}. The release may have been replaced, or the spec is "
+                    f"wrong; check the file, then update source.sha256 (frog-gym registry add recomputes it).")
+            suffix = ".zip" if archive.name.endswith(".zip") else ".tar.gz"
+            dest = cache / f"{src.sha256}{suffix}"
+            os.replace(archive, dest)
+            return dest
+
+
+def _unpack(archive: Path, dest: Path) -> None:
+    """Extract an sdist, dropping its single top-level folder, refusing unsafe members."""
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+        if archive.suffix == ".zip":
+            with zipfile.ZipFile(archive) as z:
+                for n in z.namelist():
+                    if n.startswith("/") or ".." in Path(n).parts:
+                        raise SourceError(f"{archive}: unsafe member path {n!r}")
+                z.extractall(tmp)
+        else:
+            with tarfile.open(archive) as t:
+                t.extractall(tmp, filter="data")
+        entries = list(Path(tmp).iterdir())
+        top = entries[0] if len(entries) == 1 and entries[0].is_dir() else Path(tmp)
+        staged = dest.parent / f".{dest.name}.staged"
+        shutil.rmtree(staged, ignore_errors=True)
+        os.replace(top, staged)
+        (staged / _DONE).write_text(archive.name)
+        os.replace(staged, dest)
+
+
+def snapshot_tree(spec: RepoSpec) -> Path:
+    """The unpacked, pristine tree of a repository (content-addressed by its source key)."""
+    dest = paths.home() / "snapshots" / spec.source.key[:24]
+    if (dest / _DONE).exists():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with _lock(f"snapshot-{spec.source.key[:16]}"):
+        if (dest / _DONE).exists():
+            return dest
+        if spec.source.kind == "pypi":
+            _unpack(fetch_sdist(spec), dest)
+        else:
+            _checkout_git(spec, dest)
+        return dest
+
+
+def _checkout_git(spec: RepoSpec, dest: Path) -> None:
+    src = spec.source
+    if paths.offline() and "://" in src.url:
+        raise OfflineError(f"FROG_GYM_OFFLINE=1 but '{spec.name}' ({src}) is not in the cache; run once online.")
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+        env = {**os.environ, **_GIT_ENV}
+        for cmd in (["git", "init", "-q", tmp], ["git", "-C", tmp, "fetch", "-q", "--depth=1", src.url, src.commit],
+                    ["git", "-C", tmp, "checkout", "-q", "FETCH_HEAD"]):
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if proc.returncode != 0:
+                raise SourceError(f"{spec.path}: could not fetch {src} ({' '.join(cmd[:4])}...):\n"
+                                  f"{_tail(proc.stderr)}")
+        head = subprocess.run(["git", "-C", tmp, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+        if head != src.commit:
+            raise HashMismatchError(f"{spec.path}: source.commit {src.commit} but the fetched tree is at {head}")
+        shutil.rmtree(Path(tmp) / ".git")
+        staged = dest.parent / f".{dest.name}.staged"
+        shutil.rmtree(staged, ignore_errors=True)
+        shutil.copytree(tmp, staged, symlinks=True)
+        (staged / _DONE).write_text(src.commit)
+        os.replace(staged, dest)
+
+
+def venv_key(spec: RepoSpec) -> str:
+    """What the venv depends on: the interpreter, the source, and the install recipe."""
+    blob = json.dumps([sys.version, sys.base_prefix, spec.source.key, spec.install.import_paths,
+                       spec.install.lock or spec.install.requires, spec.install.install_package,
+                       spec.install.steps], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _run_logged(cmd: list[str], log: list[str], what: str, spec: RepoSpec, **kw) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    log.append(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+    if proc.returncode != 0:
+        raise SourceError(f"Building the venv of '{spec.name}' failed while {what} (exit {proc.returncode}). "
+                          f"Last lines of the build log:\n{_tail(log[-1])}")
+
+
+def _strip_own_modules(site: Path, dist_name: str) -> None:
+    """Remove the package's installed modules (kept: metadata and entry points), so imports hit /testbed."""
+    norm = dist_name.lower().replace("-", "_").replace(".", "_")
+    for info in site.glob("*.dist-info"):
+        if info.name.lower().split("-")[0].replace(".", "_") != norm:
+            continue
+        record = info / "RECORD"
+        for line in record.read_text().splitlines() if record.exists() else []:
+            rel = line.split(",")[0]
+            if rel.startswith("..") or ".dist-info/" in rel or rel.endswith(".pth"):
+                continue
+            p = site / rel
+            if p.is_file() or p.is_symlink():
+                p.unlink()
+        for d in sorted((p for p in site.iterdir() if p.is_dir() and not p.name.endswith(".dist-info")),
+                        key=lambda p: p.name):
+            if not any(f.is_file() for f in d.rglob("*")):
+                shutil.rmtree(d)
+
+
+def build_venv(spec: RepoSpec, tree: Path) -> Path:
+    """The repository's venv, built once per :func:`venv_key` (pinned test requirements, no network later)."""
+    dest = paths.home() / "venvs" / f"{spec.name}-{venv_key(spec)}"
+    if (dest / _DONE).exists():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with _lock(f"venv-{dest.name}"):
+        if (dest / _DONE).exists():
+            return dest
+        if paths.offline() and not os.environ.get("PIP_FIND_LINKS"):
+            raise OfflineError(f"FROG_GYM_OFFLINE=1 but the venv of '{spec.name}' is not built ({dest}); "
+                               f"building it installs {len(spec.install.lock or spec.install.requires)} pinned "
+                               f"requirements. Run once with network.")
+        shutil.rmtree(dest, ignore_errors=True)
+        log: list[str] = []
+        _run_logged([sys.executable, "-m", "venv", "--without-pip", str(dest)], log, "creating the venv", spec)
+        py = str(dest / "bin" / "python")
+        pip = [sys.executable, "-m", "pip", "--python", py, "install", "-q", "--disable-pip-version-check"]
+        if spec.install.lock:
+            req = dest / "frog-lock.txt"
+            req.write_text("\n".join(spec.install.lock) + "\n")
+            hashed = any("--hash" in line for line in spec.install.lock)
+            _run_logged(pip + ["--no-deps", *(["--require-hashes"] if hashed else []), "-r", str(req)], log,
+                        "installing the locked requirements", spec)
+            if spec.install.install_package:
+                _run_logged(pip + ["--no-deps", str(tree)], log, "installing the package itself", spec)
+        else:
+            own = [str(tree)] if spec.install.install_package else []
+            _run_logged(pip + [*spec.install.requires, *own], log, "installing the requirements", spec)
+        site = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   capture_output=True, text=True, check=True).stdout.strip())
+        if spec.install.install_package:
+            _strip_own_modules(site, spec.source.name or spec.name)
+        (site / "_frog_testbed.pth").write_text(
+            "".join(f"{os.path.normpath(os.path.join(TESTBED, p))}\n" for p in spec.install.import_paths))
+        for step in spec.install.steps:
+            _run_logged(["bash", "-c", step], log, f"running install step {step!r}", spec, cwd=tree,
+                        env={**os.environ, "VIRTUAL_ENV": str(dest), "PATH": f"{dest}/bin:{os.environ['PATH']}"})
+        (dest / "frog-build.log").write_text("\n".join(log))
+        (dest / _DONE).write_text(venv_key(spec))
+        return dest
+
+
+def frozen_requirements(venv: Path) -> list[str]:
+    """``pip freeze`` of a venv, without the package under test (for writing a spec's lock)."""
+    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "freeze",
+                           "--exclude-editable", "--disable-pip-version-check"], capture_output=True, text=True)
+    return sorted(line for line in proc.stdout.splitlines() if "==" in line)
+
+
+def prepare(spec: RepoSpec) -> PreparedRepo:
+    """Fetch, verify, unpack and build a repository; every step reuses the cache when it can."""
+    tree = snapshot_tree(spec)
+    return PreparedRepo(spec, tree, build_venv(spec, tree))
+
+
+def git_commit_tree(tree: Path, message: str) -> None:
+    """Make ``tree`` a git repository with exactly one commit (deterministic author and date)."""
+    env = {**os.environ, **_GIT_ENV}
+    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A", "-f"],
+                ["git", "commit", "-q", "--no-verify", "-m", message]):
+        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SourceError(f"git {cmd[1]} failed in {tree}: {proc.stderr.strip()}")
+    shutil.rmtree(tree / ".git" / "hooks", ignore_errors=True)
