@@ -1,0 +1,33 @@
+"""frog-gym: executable software-engineering environments for training and benchmarking coding agents.
+
+Importing ``frog_gym`` registers ``FrogSWE-v0`` (samples across every registered task) and one id per
+task, ``FrogSWE/<instance_id>-v0``. Registration reads only the task ids, so the import stays fast.
+
+Example:
+    >>> import gymnasium as gym, frog_gym
+    >>> "FrogSWE-v0" in gym.registry
+    True
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+DEFAULT_MAX_STEPS = 100
+
+
+def _register_all() -> None:
+    from gymnasium.envs.registration import register, registry
+
+    from frog_gym.task import task_index
+
+    entry = "frog_gym.env:FrogSWEEnv"
+    if "FrogSWE-v0" not in registry:
+        register("FrogSWE-v0", entry_point=entry, max_episode_steps=DEFAULT_MAX_STEPS)
+    for iid in task_index():
+        env_id = f"FrogSWE/{iid}-v0"
+        if env_id not in registry:
+            register(env_id, entry_point=entry, max_episode_steps=DEFAULT_MAX_STEPS, kwargs={"task_id": iid})
+
+
+_register_all()

@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -193,6 +194,10 @@ class LocalSandbox:
         self._ns: str | None = None
         self._shell_nspid: int | None = None
         self._closed = False
+        self._pending = False
+        self._init_pid: int | None = None
+        self._spare: tuple[subprocess.Popen[bytes], _PidsCgroup, int, int] | None = None
+        self._spare_thread: threading.Thread | None = None
         self.restarts = 0
 
     # -- launching ----------------------------------------------------------------------------------
@@ -220,6 +225,7 @@ class LocalSandbox:
         a += ["--bind", str(self.host_root), TESTBED]
         for host, inside, writable in self.binds:
             a += ["--bind" if writable else "--ro-bind", str(host), inside]
+        a += ["--remount-ro", "/"]  # bwrap's root is a tmpfs; read-only, so /etc or / take no writes
         for k, v in sorted(self.env.items()):
             a += ["--setenv", k, v]
         a += ["--chdir", TESTBED, "--", *command]
@@ -246,18 +252,70 @@ class LocalSandbox:
             raise SandboxError(f"could not start bubblewrap: {e}") from e
         return proc, cgroup
 
-    def _start_shell(self) -> None:
+    def _launch(self) -> tuple[subprocess.Popen[bytes], _PidsCgroup, int, int]:
+        """Start a sandboxed shell and send its handshake; returns (process, cgroup, control fd, its number)."""
         ctl_r, ctl_w = os.pipe()
-        self._proc, self._cgroup = self._spawn(["/bin/bash", "--noprofile", "--norc"], pass_fds=(ctl_w,))
-        os.close(ctl_w)
+        try:
+            proc, cgroup = self._spawn(["/bin/bash", "--noprofile", "--norc"], pass_fds=(ctl_w,))
+        finally:
+            os.close(ctl_w)
         os.set_blocking(ctl_r, False)
-        self._ctl_r = ctl_r
-        self._ctl_fd = ctl_w  # the number the shell knows it by
+        assert proc.stdout is not None and proc.stdin is not None
+        os.set_blocking(proc.stdout.fileno(), False)
+        try:
+            proc.stdin.write(f"set +o history; PS1=''; PS2=''; exec 2>&1; printf 'ready %s\\n' $$ >&{ctl_w}\n".encode())
+            proc.stdin.flush()
+        except OSError:
+            pass
+        return proc, cgroup, ctl_r, ctl_w
+
+    def _make_spare(self) -> None:
+        try:
+            self._spare = self._launch()
+        except SandboxError:
+            self._spare = None
+
+    def _start_shell(self) -> None:
+        """Adopt the warm spare shell (or launch one) and warm the next spare in the background.
+
+        Launching costs tens of milliseconds (moving a process into a cgroup waits for RCU on cgroup v1),
+        so a spare is started on a thread while the episode runs, and a reset only swaps it in.
+        """
+        if self._spare_thread is not None:
+            self._spare_thread.join()
+            self._spare_thread = None
+        spare, self._spare = self._spare, None
+        if spare is None or spare[0].poll() is not None:
+            if spare is not None:
+                self._discard(spare)
+            spare = self._launch()
+        self._proc, self._cgroup, self._ctl_r, self._ctl_fd = spare
         self._ctl_buf = b""
-        assert self._proc.stdout is not None
-        os.set_blocking(self._proc.stdout.fileno(), False)
-        init = (f"set +o history; PS1=''; PS2=''; exec 2>&1; printf 'ready %s\\n' $$ >&{ctl_w}\n").encode()
-        self._send(init)
+        self._pending = True
+        if not self._closed:
+            self._spare_thread = threading.Thread(target=self._make_spare, daemon=True)
+            self._spare_thread.start()
+
+    @staticmethod
+    def _discard(spare: tuple[subprocess.Popen[bytes], _PidsCgroup, int, int]) -> None:
+        proc, cgroup, ctl_r, _ = spare
+        if proc.poll() is None:
+            proc.kill()  # not yet used by anyone: the namespace holds only bwrap and an idle bash
+        proc.wait()
+        for f in (proc.stdin, proc.stdout):
+            try:
+                if f:
+                    f.close()
+            except OSError:
+                pass
+        os.close(ctl_r)
+        cgroup.remove()
+
+    def _ready(self) -> None:
+        """Wait for the shell's handshake (it boots while the caller does other work)."""
+        if not self._pending:
+            return
+        self._pending = False
         line = self._read_ctl(time.monotonic() + 10, _Capture(4096))
         if line is None or line is _EOF or not line.startswith("ready "):
             out = self._drain_now()
@@ -279,6 +337,7 @@ class LocalSandbox:
             for k in kids:
                 ns = _ns_of(int(k))
                 if ns and ns != own:
+                    self._init_pid = int(k)
                     return ns
             time.sleep(0.001)
         return None
@@ -350,6 +409,7 @@ class LocalSandbox:
             raise SandboxError("run() on a closed sandbox; make a new one (or call env.reset()).")
         if self._proc is None or self._proc.poll() is not None:
             self._restart_shell()
+        self._ready()
         timeout = self.limits.command_timeout if timeout is None else timeout
         cap = _Capture(self.limits.output_cap)
         fd = self._ctl_fd
@@ -447,20 +507,31 @@ class LocalSandbox:
 
     def _reap_if_crowded(self, cap: _Capture) -> None:
         """Background processes may outlive their command, but not crowd the process limit (a fork bomb)."""
-        others = [p for p in self.sandbox_pids() if _nspid(p) not in (1, self._shell_nspid)]
-        if len(others) > self.limits.max_processes // 2:
+        if self._cgroup is None or self._cgroup.path is None:
+            return
+        try:
+            current = int((self._cgroup.path / "pids.current").read_text())
+        except (OSError, ValueError):
+            return
+        if current > self.limits.max_processes // 2:
+            others = [p for p in self.sandbox_pids() if _nspid(p) not in (1, self._shell_nspid)]
             self._kill_children()
             cap.feed(f"\n[{len(others)} background processes were killed: the sandbox was near its limit of "
                      f"{self.limits.max_processes} processes]\n".encode())
 
     def _kill_all(self) -> None:
+        if self._proc is not None and self._ns is None and self._proc.poll() is None:
+            self._ns = self._find_ns()
+        self._pending = False
         if self._proc is not None:
-            # Kill the namespace's processes directly: waiting for --die-with-parent to cascade takes seconds.
-            for pid in self.sandbox_pids():
+            # When a PID namespace's init dies the kernel kills every process in it; kill the init directly,
+            # since waiting for --die-with-parent to cascade from the outer bwrap takes seconds.
+            if self._init_pid is not None:
                 try:
-                    os.kill(pid, signal.SIGKILL)
+                    os.kill(self._init_pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+                self._init_pid = None
             if self._proc.poll() is None:
                 self._proc.kill()
             self._proc.wait()
@@ -482,6 +553,7 @@ class LocalSandbox:
     def _restart_shell(self) -> None:
         self._kill_all()
         self._start_shell()
+        self._ready()
         self.restarts += 1
 
     def restart(self) -> None:
@@ -497,6 +569,12 @@ class LocalSandbox:
             return
         self._closed = True
         self._kill_all()
+        if self._spare_thread is not None:
+            self._spare_thread.join()
+            self._spare_thread = None
+        if self._spare is not None:
+            self._discard(self._spare)
+            self._spare = None
 
     def __enter__(self) -> LocalSandbox:
         return self

@@ -1,0 +1,71 @@
+"""pytest plugin used by frog-gym's grading: run only the selected tests, write per-test statuses.
+
+Loaded with ``-p frog_report`` from a read-only folder outside the workspace. It reads the selected test
+ids from ``$FROG_SELECT`` (JSON list) and writes ``$FROG_REPORT`` (JSON) at the end of the session, into a
+folder that exists only during grading. Deselecting here, rather than passing ids on the command line,
+keeps parametrized ids with odd characters exact.
+"""
+
+import json
+import os
+
+_selected = None
+_phases = {}
+_collect_errors = []
+
+
+def pytest_configure(config):
+    global _selected
+    path = os.environ.get("FROG_SELECT")
+    if path:
+        with open(path, encoding="utf-8") as f:
+            _selected = set(json.load(f))
+
+
+def pytest_collection_modifyitems(session, config, items):
+    if _selected is None:
+        return
+    keep = [i for i in items if i.nodeid in _selected]
+    drop = [i for i in items if i.nodeid not in _selected]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+    items[:] = keep
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _collect_errors.append(report.nodeid)
+
+
+def pytest_runtest_logreport(report):
+    phases = _phases.setdefault(report.nodeid, {})
+    outcome = report.outcome
+    if hasattr(report, "wasxfail"):
+        outcome = "xfail" if report.skipped else "xpass"
+    phases[report.when] = outcome
+
+
+def _status(phases):
+    setup, call, teardown = phases.get("setup"), phases.get("call"), phases.get("teardown")
+    if setup == "failed" or teardown == "failed":
+        return "ERROR"
+    if setup == "skipped" or call == "skipped":
+        return "SKIPPED"
+    if setup == "xfail" or call == "xfail":
+        return "XFAIL"
+    if call == "passed" or call == "xpass":
+        return "PASSED"
+    if call == "failed":
+        return "FAILED"
+    return "ERROR"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    path = os.environ.get("FROG_REPORT")
+    if not path:
+        return
+    tests = {nodeid: _status(p) for nodeid, p in _phases.items()}
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({"exitstatus": int(exitstatus), "tests": tests, "collect_errors": _collect_errors}, f)
+    os.replace(tmp, path)

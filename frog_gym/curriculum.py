@@ -1,0 +1,854 @@
+"""The curriculum: which task comes next, from what the current policy has been seen to solve.
+
+A task teaches the most when the policy sometimes solves it: a GRPO group whose rewards are all equal has
+zero advantage and no gradient. :class:`CurriculumState` keeps, per task, a Beta posterior over the
+current policy's success probability ``p``, built from success and failure counts that decay with policy
+updates (old evidence describes an old policy). Its ``frontier`` sampler ranks tasks by the posterior
+expectation of ``p(1-p)`` and mixes that rank-based draw with a staleness share and a uniform share, so
+that no task is ever out of reach. Tasks it is confident about (mastered, hopeless) are retired softly:
+they leave the rank share and keep a reduced weight in the other two.
+
+:class:`FrontierCurriculum` is the thin ``gymnasium.Wrapper`` over a (possibly shared) state: ``reset()``
+without a ``task_id`` takes the next scheduled task, ``step()`` reports the final reward back. Several
+wrappers, e.g. the sub-envs of a ``gymnasium.vector.SyncVectorEnv``, may share one state.
+
+Modes ``uniform``, ``dapo`` and ``sfl`` are the baselines the benchmark ``benchmarks/curriculum_sim.py``
+compares against. A :class:`TaskSynthesizer` can top the pool up when the frontier runs dry.
+
+Example:
+    >>> cur = CurriculumState(["t0", "t1", "t2", "t3"], CurriculumConfig(seed=0))
+    >>> batch = cur.next_tasks(2, group_size=3, commit=False)
+    >>> len(batch), batch[0] == batch[1] == batch[2]
+    (6, True)
+    >>> cur.update(batch[0], [1.0, 0.0, 1.0], policy_step=1)  # True: the group has a learning signal
+    True
+    >>> cur.stats()["coverage"]
+    0.25
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import math
+import warnings
+from collections import Counter, deque
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Protocol, SupportsFloat, runtime_checkable
+
+import gymnasium
+import numpy as np
+
+from frog_gym.errors import UnknownNameError, did_you_mean
+
+MODES = ("frontier", "uniform", "dapo", "sfl")
+STATEMENT_LEVELS = ("full", "partial", "vague")
+"""Problem-statement levels, most to least informative, as the prior heuristic and synthesis read them."""
+
+_STATE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """How a :class:`CurriculumState` samples, decays, retires and synthesizes.
+
+    Example:
+        >>> CurriculumConfig(mode="uniform").mode
+        'uniform'
+        >>> CurriculumConfig(mode="fronteir")
+        Traceback (most recent call last):
+        ...
+        ValueError: Unknown curriculum mode 'fronteir'. Did you mean 'frontier'? Set mode to one of: frontier, uniform, dapo, sfl.
+    """
+
+    mode: str = "frontier"
+    """``"frontier"`` (rank by learnability, mixed with staleness and uniform shares), ``"uniform"``,
+    ``"dapo"`` (uniform sampling; :meth:`CurriculumState.filter_group` flags groups whose rewards are all
+    equal as dropped) or ``"sfl"`` (uniform over a buffer of the K attempted tasks with the highest observed
+    ``p̂(1-p̂)``, re-ranked every ``sfl_refresh_updates``, mixed with ``uniform_share`` uniform draws that
+    discover tasks, as SFL mixes its buffer with fresh levels)."""
+
+    half_life_updates: float = 16.0
+    """Policy updates after which a success or failure counts half as much."""
+
+    rank_temperature: float = 0.1
+    """``T`` in P(rank r) ∝ ``r**(-1/T)`` for the frontier share; smaller is greedier."""
+
+    staleness_share: float = 0.1
+    """Share of draws made in proportion to policy updates since a task was last seen."""
+
+    uniform_share: float = 0.2
+    """Share of draws made uniformly over the pool (``frontier``: retired tasks at ``retired_weight``;
+    ``sfl``: the rest comes from its buffer)."""
+
+    mastered_lower_bound: float = 0.9
+    """A task is mastered when the Wilson lower bound of its success rate exceeds this."""
+
+    hopeless_upper_bound: float = 0.05
+    """A task is hopeless when the Wilson upper bound of its success rate is below this."""
+
+    retire_min_attempts: float = 16.0
+    """Decayed attempts a task needs before it can be retired; retirement lapses as its counts decay."""
+
+    wilson_z: float = 1.0
+    """z of the Wilson score interval used for retirement (1.0: about 84% one-sided confidence)."""
+
+    retired_weight: float = 0.1
+    """Weight of a retired task relative to an active one in the staleness and uniform shares."""
+
+    prior_strength: float = 2.0
+    """Pseudo-attempts ``alpha + beta`` of the prior built by :func:`prior_mean`."""
+
+    sfl_buffer_size: int = 64
+    """K, the size of the ``sfl`` mode's buffer of most learnable tasks."""
+
+    sfl_refresh_updates: int = 8
+    """Policy updates between two re-rankings of the ``sfl`` buffer."""
+
+    frontier_band: tuple[float, float] = (0.1, 0.9)
+    """Posterior means strictly inside this band make an attempted task part of the frontier."""
+
+    synthesis_threshold: int = 16
+    """With a synthesizer, ask for new tasks when the frontier holds fewer tasks than this."""
+
+    synthesis_batch: int = 8
+    """Tasks asked of the synthesizer at a time (no new request while a batch is outstanding)."""
+
+    synthesis_workers: int = 2
+    """Threads that validate proposed tasks in the background."""
+
+    seed: int = 0
+    """Seed of the curriculum's own random generator (its state is saved by ``state_dict``)."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(
+                f"Unknown curriculum mode {self.mode!r}.{did_you_mean(self.mode, MODES)} "
+                f"Set mode to one of: {', '.join(MODES)}."
+            )
+        object.__setattr__(self, "frontier_band", tuple(float(x) for x in self.frontier_band))
+        for name in ("half_life_updates", "rank_temperature", "prior_strength", "wilson_z"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}.")
+        for name in ("staleness_share", "uniform_share"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} is a share of draws in [0, 1], got {getattr(self, name)!r}.")
+        if self.staleness_share + self.uniform_share > 1:
+            raise ValueError(
+                f"staleness_share + uniform_share must be at most 1 (the rest is the frontier share), got "
+                f"{self.staleness_share} + {self.uniform_share}; lower one of them."
+            )
+        if not 0 < self.retired_weight <= 1:
+            raise ValueError(
+                f"retired_weight must be in (0, 1], got {self.retired_weight!r}; retired tasks stay "
+                "reachable, so use a small positive weight such as 0.1 rather than 0."
+            )
+        if not 0 < self.hopeless_upper_bound < self.mastered_lower_bound < 1:
+            raise ValueError(
+                "Need 0 < hopeless_upper_bound < mastered_lower_bound < 1, got "
+                f"{self.hopeless_upper_bound} and {self.mastered_lower_bound}."
+            )
+        if self.retire_min_attempts < 0:
+            raise ValueError(f"retire_min_attempts must be >= 0, got {self.retire_min_attempts!r}.")
+        lo, hi = self.frontier_band
+        if len(self.frontier_band) != 2 or not 0 <= lo < hi <= 1:
+            raise ValueError(f"frontier_band must be (low, high) with 0 <= low < high <= 1, got {lo, hi}.")
+        for name in ("sfl_buffer_size", "sfl_refresh_updates", "synthesis_batch", "synthesis_workers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}.")
+        if self.synthesis_threshold < 0:
+            raise ValueError(
+                f"synthesis_threshold must be >= 0, got {self.synthesis_threshold!r}; 0 never synthesizes."
+            )
+
+
+@dataclass(frozen=True)
+class PendingTask:
+    """A task a synthesizer proposed, before validation and probation admit it to the pool."""
+
+    task_id: str
+    """The id the wrapped env accepts in ``reset(options={"task_id": ...})``."""
+
+    features: Mapping[str, Any] = field(default_factory=dict)
+    """Difficulty features (``n_sites``, ``statement_level``, ...), used for its prior."""
+
+
+@runtime_checkable
+class TaskSynthesizer(Protocol):
+    """Makes new tasks on request.
+
+    ``propose`` should be quick (it runs on the caller's thread); ``validate`` may take long (run the tests,
+    check the bug breaks at least one and the reverse patch restores them) and runs on the curriculum's
+    thread pool, so it must be thread-safe. Once ``validate`` returns True, the env must accept the task id.
+    """
+
+    def propose(self, n: int, target: dict[str, Any]) -> list[PendingTask]: ...
+
+    def validate(self, task: PendingTask) -> bool: ...
+
+
+def prior_mean(features: Mapping[str, Any] | None = None, reference_pass_rate: float | None = None) -> float:
+    """The prior success probability of a task nobody has tried under the current policy.
+
+    A reference pass rate (of some other model on this task) wins, clipped to [0.02, 0.98]. Otherwise a
+    deliberately simple heuristic on difficulty features: ``logit = 1 - 0.8 * (n_sites - 1) - s`` with
+    ``s`` = 0, 0.5 or 1 for a ``full``, ``partial`` or ``vague`` statement (0.5 for other levels); other
+    features are ignored. Without either, 0.5. The prior only orders untried tasks: a group's evidence
+    outweighs it (see ``CurriculumConfig.prior_strength``).
+
+    Example:
+        >>> round(prior_mean({"n_sites": 1, "statement_level": "full"}), 3)
+        0.731
+        >>> round(prior_mean({"n_sites": 3, "statement_level": "vague"}), 3)
+        0.168
+        >>> prior_mean(reference_pass_rate=1.0), prior_mean()
+        (0.98, 0.5)
+    """
+    if reference_pass_rate is not None:
+        return float(np.clip(reference_pass_rate, 0.02, 0.98))
+    if not features:
+        return 0.5
+    level = features.get("statement_level")
+    vagueness = STATEMENT_LEVELS.index(level) / 2 if level in STATEMENT_LEVELS else 0.5
+    logit = 1.0 - 0.8 * (int(features.get("n_sites", 1)) - 1) - vagueness
+    return 1.0 / (1.0 + math.exp(-logit))
+
+
+def learnability(alpha: np.ndarray | float, beta: np.ndarray | float) -> np.ndarray | float:
+    """Posterior expectation of ``p(1-p)`` under ``Beta(alpha, beta)``: ``αβ / ((α+β)(α+β+1))``.
+
+    Example:
+        >>> learnability(1.0, 1.0)  # uniform prior: E[p] - E[p^2] = 1/2 - 1/3
+        0.16666666666666666
+    """
+    total = alpha + beta
+    return alpha * beta / (total * (total + 1.0))
+
+
+def wilson_bounds(successes: np.ndarray, attempts: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper Wilson score bounds of a success rate; (0, 1) where there are no attempts.
+
+    Example:
+        >>> lo, hi = wilson_bounds(np.array([16.0]), np.array([16.0]), z=1.0)
+        >>> round(float(lo[0]), 4), float(hi[0])
+        (0.9412, 1.0)
+    """
+    n = np.maximum(attempts, 1e-12)
+    p = np.clip(successes / n, 0.0, 1.0)
+    centre = p + z * z / (2 * n)
+    spread = z * np.sqrt(np.maximum(p * (1 - p) / n + z * z / (4 * n * n), 0.0))
+    scale = 1 + z * z / n
+    lo = np.where(attempts > 0, (centre - spread) / scale, 0.0)
+    hi = np.where(attempts > 0, (centre + spread) / scale, 1.0)
+    return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+
+
+def filter_group(rewards: Sequence[SupportsFloat | None]) -> bool:
+    """DAPO's dynamic-sampling filter: True to keep a group, False when its rewards are all equal.
+
+    ``None`` marks an episode lost to an infrastructure failure and is ignored; a group with fewer than
+    two scored episodes carries no advantage and is dropped.
+
+    Example:
+        >>> filter_group([1, 0, 1]), filter_group([1, 1, None]), filter_group([0.0])
+        (True, False, False)
+    """
+    scored = [float(r) for r in rewards if r is not None]
+    return len(scored) >= 2 and max(scored) > min(scored)
+
+
+def _sample(weights: np.ndarray, rng: np.random.Generator) -> int:
+    """An index drawn with probability proportional to the non-negative ``weights``."""
+    cumulative = np.cumsum(weights)
+    return min(
+        int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right")), len(weights) - 1
+    )
+
+
+class CurriculumState:
+    """The curriculum itself: the task pool, per-task posteriors, the committed schedule and the sampler.
+
+    Args:
+        task_ids: The pool. Order matters only for determinism.
+        config: Sampling, decay and retirement settings.
+        features: Optional ``task_id -> difficulty features`` for priors (:func:`prior_mean`).
+        reference_pass_rates: Optional ``task_id -> pass rate`` for priors; wins over features.
+        synthesizer: Optional source of new tasks when the frontier runs dry.
+
+    Example:
+        >>> cur = CurriculumState(["a", "b"], CurriculumConfig(seed=1))
+        >>> cur.next_tasks(1, group_size=2) == [cur.take()[0], cur.take()[0]]
+        True
+    """
+
+    def __init__(
+        self,
+        task_ids: Sequence[str],
+        config: CurriculumConfig | None = None,
+        *,
+        features: Mapping[str, Mapping[str, Any]] | None = None,
+        reference_pass_rates: Mapping[str, float] | None = None,
+        synthesizer: TaskSynthesizer | None = None,
+    ):
+        self.config = config or CurriculumConfig()
+        task_ids = [str(t) for t in task_ids]
+        if not task_ids:
+            raise ValueError("The task pool is empty; pass the ids of the tasks the env can reset to.")
+        duplicates = sorted(t for t, n in Counter(task_ids).items() if n > 1)
+        if duplicates:
+            raise ValueError(f"Task ids must be unique; repeated: {duplicates[:5]}. Deduplicate the pool.")
+        features, reference_pass_rates = dict(features or {}), dict(reference_pass_rates or {})
+        for name, mapping in (("features", features), ("reference_pass_rates", reference_pass_rates)):
+            unknown = sorted(set(mapping) - set(task_ids))
+            if unknown:
+                raise UnknownNameError(
+                    "task", unknown[0], task_ids, hint=f"(a key of {name} not in task_ids)"
+                )
+        self.synthesizer = synthesizer
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._validating: list[tuple[PendingTask, concurrent.futures.Future[bool]]] = []
+        self._rng = np.random.Generator(np.random.PCG64(self.config.seed))
+        self.step = 0
+        self._ids = task_ids
+        self._index = {t: i for i, t in enumerate(task_ids)}
+        self._features = [dict(features.get(t, {})) for t in task_ids]
+        means = np.array([prior_mean(features.get(t), reference_pass_rates.get(t)) for t in task_ids])
+        self._prior = self.config.prior_strength * np.stack([means, 1 - means], axis=1)
+        self._counts = np.zeros((len(task_ids), 2))  # decayed (successes, failures)
+        self._attempts = np.zeros(len(task_ids), dtype=np.int64)  # raw, never decayed: for coverage
+        self._last_seen = np.zeros(len(task_ids))  # policy step of the last report (or of joining)
+        self._schedule: deque[tuple[str, int]] = deque()
+        self._groups: dict[int, dict[str, Any]] = {}  # committed groups not fully reported
+        self._next_group = 0
+        self._probation: dict[str, dict[str, Any]] = {}  # validated, waiting for their first group
+        self._sfl_buffer: list[int] = []
+        self._sfl_refreshed = -self.config.sfl_refresh_updates
+        self._counters = dict.fromkeys(
+            (
+                "groups",
+                "zero_variance_groups",
+                "dropped_groups",
+                "synth_proposed",
+                "synth_invalid",
+                "synth_admitted",
+                "synth_rejected",
+            ),
+            0,
+        )
+
+    # ---- the pool and its posteriors -------------------------------------------------------------
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._index
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def task_ids(self) -> list[str]:
+        """The pool, including admitted synthesized tasks."""
+        return list(self._ids)
+
+    def _add_task(self, task_id: str, features: Mapping[str, Any], mean: float) -> None:
+        """Admit one task (a synthesized one that passed probation)."""
+        self._index[task_id] = len(self._ids)
+        self._ids.append(task_id)
+        self._features.append(dict(features))
+        strength = self.config.prior_strength
+        self._prior = np.vstack([self._prior, [strength * mean, strength * (1 - mean)]])
+        self._counts = np.vstack([self._counts, [0.0, 0.0]])
+        self._attempts = np.append(self._attempts, 0)
+        self._last_seen = np.append(self._last_seen, float(self.step))
+
+    def posterior(self, task_id: str) -> tuple[float, float]:
+        """``(alpha, beta)`` of the task's Beta posterior: prior plus decayed successes and failures."""
+        i = self._lookup(task_id)
+        a, b = self._prior[i] + self._counts[i]
+        return float(a), float(b)
+
+    def _lookup(self, task_id: str) -> int:
+        try:
+            return self._index[task_id]
+        except KeyError:
+            raise UnknownNameError("task", task_id, self._ids, hint="It is not in this curriculum's pool.")
+
+    def _posterior_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        ab = self._prior + self._counts
+        return ab[:, 0], ab[:, 1]
+
+    def _retired(self) -> tuple[np.ndarray, np.ndarray]:
+        """Boolean masks (mastered, hopeless) from Wilson bounds on decayed counts."""
+        cfg = self.config
+        n = self._counts.sum(axis=1)
+        lo, hi = wilson_bounds(self._counts[:, 0], n, cfg.wilson_z)
+        enough = n >= cfg.retire_min_attempts
+        return enough & (lo > cfg.mastered_lower_bound), enough & (hi < cfg.hopeless_upper_bound)
+
+    # ---- sampling ---------------------------------------------------------------------------------
+
+    def _components(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(shares, weights)``: each draw picks component ``c`` with ``shares[c]``, then a task with
+        ``weights[c]`` (each row sums to 1) among those not yet drawn."""
+        cfg, n = self.config, len(self._ids)
+        if cfg.mode in ("uniform", "dapo"):
+            return np.ones(1), np.full((1, n), 1.0 / n)
+        if cfg.mode == "sfl":
+            if self.step - self._sfl_refreshed >= cfg.sfl_refresh_updates or not self._sfl_buffer:
+                self._refresh_sfl()
+            if not self._sfl_buffer:
+                return np.ones(1), np.full((1, n), 1.0 / n)
+            buffer = np.zeros(n)
+            buffer[self._sfl_buffer] = 1.0 / len(self._sfl_buffer)
+            return np.array([1.0 - cfg.uniform_share, cfg.uniform_share]), np.stack(
+                [buffer, np.full(n, 1.0 / n)]
+            )
+        mastered, hopeless = self._retired()
+        retired = mastered | hopeless
+        base = np.where(retired, cfg.retired_weight, 1.0)
+        uniform = base / base.sum()
+        stale = (self.step - self._last_seen) * base
+        stale = stale / stale.sum() if stale.sum() > 0 else uniform
+        rank = np.zeros(n)
+        active = np.flatnonzero(~retired)
+        if active.size:
+            score = learnability(*self._posterior_arrays())[active]
+            order = np.lexsort((self._rng.random(active.size), -score))  # ties broken at random
+            rank[active[order]] = np.arange(1, active.size + 1, dtype=float) ** (-1.0 / cfg.rank_temperature)
+            rank /= rank.sum()
+        shares = np.array(
+            [
+                1.0 - cfg.staleness_share - cfg.uniform_share if active.size else 0.0,
+                cfg.staleness_share,
+                cfg.uniform_share,
+            ]
+        )
+        if shares.sum() == 0:  # everything retired and both other shares set to 0
+            shares = np.array([0.0, 0.0, 1.0])
+        return shares / shares.sum(), np.stack([rank, stale, uniform])
+
+    def _refresh_sfl(self) -> None:
+        """Re-rank the attempted tasks by observed ``p̂(1-p̂)`` (decayed counts, no prior) and keep the top K."""
+        n = self._counts.sum(axis=1)
+        seen = np.flatnonzero(n >= 1.0)
+        p = self._counts[seen, 0] / n[seen]
+        order = np.lexsort((self._rng.random(seen.size), -p * (1 - p)))
+        self._sfl_buffer = sorted(int(i) for i in seen[order[: self.config.sfl_buffer_size]])
+        self._sfl_refreshed = self.step
+
+    def _draw(self, k: int, exclude: set[int]) -> list[int]:
+        """k pool indices, distinct while the pool (less ``exclude``) allows."""
+        shares, weights = self._components()
+        masked = weights.copy()
+        masked[:, sorted(exclude)] = 0.0
+        chosen = []
+        for _ in range(k):
+            usable = shares * (masked.sum(axis=1) > 0)
+            if usable.sum() <= 0:  # fewer usable tasks than draws: allow repeats
+                masked = weights.copy()
+                usable = shares * (masked.sum(axis=1) > 0)
+            component = _sample(usable, self._rng)
+            i = _sample(masked[component], self._rng)
+            chosen.append(i)
+            masked[:, i] = 0.0
+        return chosen
+
+    def next_tasks(self, k: int, group_size: int = 1, *, commit: bool = True) -> list[str]:
+        """Choose the next ``k`` tasks, each repeated ``group_size`` times in a row.
+
+        Tasks are distinct within a call (and differ from committed groups not yet reported) while the
+        pool allows. Tasks on probation are scheduled first, each as one group of at least two episodes.
+
+        Args:
+            k: Number of groups.
+            group_size: Episodes per group (G of GRPO).
+            commit: Append the groups to the schedule that ``reset()`` without a ``task_id`` follows. Pass
+                False when you run the episodes yourself and report them with :meth:`update`.
+
+        Returns:
+            The ``k * group_size`` task ids in schedule order (probation groups may add episodes).
+
+        Example:
+            >>> cur = CurriculumState(["a", "b", "c"])
+            >>> ids = cur.next_tasks(2, group_size=2)
+            >>> ids[0] == ids[1] and ids[2] == ids[3] and ids[0] != ids[2]
+            True
+        """
+        if k < 0 or group_size < 1:
+            raise ValueError(f"Need k >= 0 and group_size >= 1, got k={k}, group_size={group_size}.")
+        self.poll()
+        groups: list[tuple[str, int]] = []
+        for task_id, entry in self._probation.items():
+            if len(groups) < k and not entry["scheduled"]:
+                entry["scheduled"] = True
+                groups.append((task_id, max(group_size, 2)))
+        if k > len(groups):
+            busy = {self._index[g["task"]] for g in self._groups.values() if g["task"] in self._index}
+            groups += [(self._ids[i], group_size) for i in self._draw(k - len(groups), busy)]
+        out: list[str] = []
+        for task_id, size in groups:
+            out += [task_id] * size
+            if commit:
+                gid = self._next_group
+                self._next_group += 1
+                self._groups[gid] = {"task": task_id, "left": size, "rewards": []}
+                self._schedule.extend([(task_id, gid)] * size)
+        return out
+
+    def take(self) -> tuple[str, int]:
+        """Pop the next committed episode as ``(task_id, group_id)``, scheduling one task if none is left.
+
+        The wrapper calls this from ``reset()`` and later hands the reward to :meth:`record`.
+        """
+        if not self._schedule:
+            self.next_tasks(1)
+        return self._schedule.popleft()
+
+    def record(self, group_id: int, reward: SupportsFloat | None) -> None:
+        """Report one episode of a committed group; ``None`` for an infrastructure failure or an abandoned
+        episode. When the group's last episode is in, the group goes to :meth:`update`."""
+        group = self._groups[group_id]
+        group["left"] -= 1
+        if reward is not None:
+            group["rewards"].append(float(reward))
+        if group["left"] == 0:
+            del self._groups[group_id]
+            if group["rewards"]:
+                self.update(group["task"], group["rewards"])
+
+    # ---- learning from results --------------------------------------------------------------------
+
+    def filter_group(self, rewards: Sequence[SupportsFloat | None]) -> bool:
+        """True to keep a group for the gradient, False to drop it (all rewards equal); see
+        :func:`filter_group`. In ``dapo`` mode :meth:`update` counts the dropped groups."""
+        return filter_group(rewards)
+
+    def update(
+        self, task_id: str, rewards: Sequence[SupportsFloat | None], policy_step: int | None = None
+    ) -> bool:
+        """Report a finished group of episodes on one task.
+
+        Rewards in [0, 1] count as that much success (others are clipped); ``None`` marks an episode lost
+        to an infrastructure failure, which counts as neither. Episodes run through a
+        :class:`FrontierCurriculum` are reported by the wrapper: do not report them again.
+
+        Args:
+            task_id: The task the group ran.
+            rewards: The final reward of each episode.
+            policy_step: The policy update that produced the episodes; a newer one than the state's first
+                advances the clock as :meth:`on_policy_update` does.
+
+        Returns:
+            :meth:`filter_group` of the rewards: whether the group carries a learning signal.
+        """
+        if policy_step is not None and policy_step > self.step:
+            self.on_policy_update(policy_step)
+        scored = np.clip([float(r) for r in rewards if r is not None], 0.0, 1.0)
+        keep = filter_group(rewards)
+        if scored.size == 0:
+            return keep
+        if task_id in self._probation:
+            self._judge_probation(task_id, scored)
+            return keep
+        i = self._lookup(task_id)
+        self._counts[i] += (scored.sum(), scored.size - scored.sum())
+        self._attempts[i] += scored.size
+        self._last_seen[i] = self.step
+        if scored.size >= 2:
+            self._counters["groups"] += 1
+            self._counters["zero_variance_groups"] += int(not keep)
+        if self.config.mode == "dapo":
+            self._counters["dropped_groups"] += int(not keep)
+        return keep
+
+    def on_policy_update(self, step: int | None = None) -> None:
+        """Tell the curriculum the policy changed: decay the counts, refresh buffers, maybe synthesize.
+
+        Args:
+            step: The new policy step (default: one more than the last). Counts decay by
+                ``0.5 ** (elapsed / half_life_updates)``.
+        """
+        step = self.step + 1 if step is None else int(step)
+        if step < self.step:
+            raise ValueError(f"Policy steps must not go backwards: got {step} after {self.step}.")
+        self._counts *= 0.5 ** ((step - self.step) / self.config.half_life_updates)
+        self.step = step
+        self.poll()
+        self._maybe_synthesize()
+
+    # ---- synthesis --------------------------------------------------------------------------------
+
+    def synthesis_target(self) -> dict[str, Any]:
+        """What to ask a synthesizer for, from the retired tasks' features.
+
+        More mastered than hopeless tasks: harder ones (one more bug site than the typical mastered task,
+        a statement one level vaguer); otherwise easier ones (single-site, full statement).
+        """
+        mastered, hopeless = self._retired()
+        harder = mastered.sum() >= hopeless.sum()
+        target: dict[str, Any] = {
+            "direction": "harder" if harder else "easier",
+            "mastered": int(mastered.sum()),
+            "hopeless": int(hopeless.sum()),
+            "frontier": self._frontier_size(),
+        }
+        if not harder:
+            return {**target, "n_sites": 1, "statement_level": STATEMENT_LEVELS[0]}
+        feats = [self._features[i] for i in np.flatnonzero(mastered)]
+        sites = [int(f.get("n_sites", 1)) for f in feats]
+        levels = [
+            STATEMENT_LEVELS.index(f["statement_level"])
+            for f in feats
+            if f.get("statement_level") in STATEMENT_LEVELS
+        ]
+        level = min(int(np.median(levels)) + 1, len(STATEMENT_LEVELS) - 1) if levels else 1
+        return {
+            **target,
+            "n_sites": int(np.median(sites)) + 1 if sites else 2,
+            "statement_level": STATEMENT_LEVELS[level],
+        }
+
+    def _maybe_synthesize(self) -> None:
+        if self.synthesizer is None or self._validating or self._probation:
+            return
+        mastered, hopeless = self._retired()
+        if self._frontier_size() >= self.config.synthesis_threshold or not (mastered | hopeless).any():
+            return  # no shortage, or no evidence yet of which way to go
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                self.config.synthesis_workers, thread_name_prefix="frog-gym-synthesis"
+            )
+        for task in self.synthesizer.propose(self.config.synthesis_batch, self.synthesis_target()):
+            self._counters["synth_proposed"] += 1
+            self._validating.append((task, self._executor.submit(self.synthesizer.validate, task)))
+
+    def poll(self, wait: bool = False) -> list[str]:
+        """Collect finished background validations; valid tasks go on probation.
+
+        Args:
+            wait: Block until every validation in flight has finished.
+
+        Returns:
+            Ids of the tasks that went on probation, in the order they were proposed.
+        """
+        if wait:
+            concurrent.futures.wait([f for _, f in self._validating])
+        finished, self._validating = (
+            [(t, f) for t, f in self._validating if f.done()],
+            [(t, f) for t, f in self._validating if not f.done()],
+        )
+        admitted = []
+        for task, future in finished:
+            if future.exception() is not None:
+                warnings.warn(
+                    f"Validating synthesized task {task.task_id!r} raised {future.exception()!r}; "
+                    "counted as invalid.",
+                    stacklevel=2,
+                )
+            if future.exception() is None and future.result() and task.task_id not in self._index:
+                self._probation[task.task_id] = {"features": dict(task.features), "scheduled": False}
+                admitted.append(task.task_id)
+            else:
+                self._counters["synth_invalid"] += 1
+        return admitted
+
+    def _judge_probation(self, task_id: str, scored: np.ndarray) -> None:
+        """Admit a probation task whose first group was neither all failures nor all successes."""
+        entry = self._probation.pop(task_id)
+        if not 0 < scored.mean() < 1:
+            self._counters["synth_rejected"] += 1
+            return
+        self._counters["synth_admitted"] += 1
+        self._add_task(task_id, entry["features"], prior_mean(entry["features"]))
+        i = self._index[task_id]
+        self._counts[i] = (scored.sum(), scored.size - scored.sum())
+        self._attempts[i] = scored.size
+        self._counters["groups"] += 1
+
+    def close(self) -> None:
+        """Stop the validation threads (validations in flight are abandoned)."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+        self._validating = []
+
+    # ---- reporting and persistence ----------------------------------------------------------------
+
+    def _frontier_size(self) -> int:
+        lo, hi = self.config.frontier_band
+        a, b = self._posterior_arrays()
+        mean = a / (a + b)
+        mastered, hopeless = self._retired()
+        seen = self._counts.sum(axis=1) >= 1.0
+        return int((seen & ~mastered & ~hopeless & (mean > lo) & (mean < hi)).sum())
+
+    def stats(self) -> dict[str, Any]:
+        """A snapshot for logging.
+
+        Returns:
+            ``frontier_size`` (tasks with decayed attempts >= 1, not retired, posterior mean inside
+            ``frontier_band``), ``p_histogram`` (posterior means of those attempted tasks in ten bins over
+            [0, 1]), ``zero_variance_fraction`` (of reported groups of two or more episodes, cumulative),
+            ``coverage`` (fraction of the pool ever attempted), ``mastered``/``hopeless`` (retired now),
+            ``pool_size``, ``policy_step``, ``scheduled`` (committed episodes not yet taken), ``probation``,
+            and the raw counters (``groups``, ``dropped_groups``, ``synth_*``).
+        """
+        a, b = self._posterior_arrays()
+        seen = self._counts.sum(axis=1) >= 1.0
+        mastered, hopeless = self._retired()
+        groups = self._counters["groups"]
+        return {
+            "frontier_size": self._frontier_size(),
+            "p_histogram": np.histogram((a / (a + b))[seen], bins=10, range=(0.0, 1.0))[0].tolist(),
+            "zero_variance_fraction": self._counters["zero_variance_groups"] / groups if groups else 0.0,
+            "coverage": float((self._attempts > 0).mean()),
+            "mastered": int(mastered.sum()),
+            "hopeless": int(hopeless.sum()),
+            "pool_size": len(self._ids),
+            "policy_step": self.step,
+            "scheduled": len(self._schedule),
+            "probation": len(self._probation) + len(self._validating),
+            **self._counters,
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume exactly, as JSON-serializable data (floats round-trip exactly).
+
+        Validations still in flight are not saved: they are lost, and synthesis asks again when needed.
+        """
+        return {
+            "format": _STATE_FORMAT,
+            "config": asdict(self.config),
+            "rng": self._rng.bit_generator.state,
+            "step": self.step,
+            "task_ids": list(self._ids),
+            "features": [dict(sorted(f.items())) for f in self._features],
+            "prior": self._prior.tolist(),
+            "counts": self._counts.tolist(),
+            "attempts": self._attempts.tolist(),
+            "last_seen": self._last_seen.tolist(),
+            "schedule": [list(e) for e in self._schedule],
+            "groups": [[gid, g["task"], g["left"], list(g["rewards"])] for gid, g in self._groups.items()],
+            "next_group": self._next_group,
+            "probation": [[t, dict(e["features"]), e["scheduled"]] for t, e in self._probation.items()],
+            "sfl_buffer": list(self._sfl_buffer),
+            "sfl_refreshed": self._sfl_refreshed,
+            "counters": dict(self._counters),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved, pool included; the config must be the same."""
+        if state.get("format") != _STATE_FORMAT:
+            raise ValueError(
+                f"Unknown curriculum state format {state.get('format')!r}; expected {_STATE_FORMAT}."
+            )
+        saved = CurriculumConfig(**state["config"])
+        if saved != self.config:
+            diff = [f.name for f in fields(saved) if getattr(saved, f.name) != getattr(self.config, f.name)]
+            raise ValueError(
+                f"The saved curriculum used a different config (fields {diff}); construct the state with "
+                "CurriculumConfig(**state['config']) to resume it."
+            )
+        self._rng.bit_generator.state = state["rng"]
+        self.step = int(state["step"])
+        self._ids = list(state["task_ids"])
+        self._index = {t: i for i, t in enumerate(self._ids)}
+        self._features = [dict(f) for f in state["features"]]
+        self._prior = np.array(state["prior"], dtype=float).reshape(-1, 2)
+        self._counts = np.array(state["counts"], dtype=float).reshape(-1, 2)
+        self._attempts = np.array(state["attempts"], dtype=np.int64)
+        self._last_seen = np.array(state["last_seen"], dtype=float)
+        self._schedule = deque((str(t), int(g)) for t, g in state["schedule"])
+        self._groups = {
+            int(g): {"task": t, "left": int(n), "rewards": [float(r) for r in rs]}
+            for g, t, n, rs in state["groups"]
+        }
+        self._next_group = int(state["next_group"])
+        self._probation = {t: {"features": dict(f), "scheduled": bool(s)} for t, f, s in state["probation"]}
+        self._validating = []
+        self._sfl_buffer = [int(i) for i in state["sfl_buffer"]]
+        self._sfl_refreshed = int(state["sfl_refreshed"])
+        self._counters = {k: int(v) for k, v in state["counters"].items()}
+
+
+class FrontierCurriculum(gymnasium.Wrapper):
+    """Chooses the task of each episode from a :class:`CurriculumState` and reports the result back.
+
+    ``reset()`` without ``options["task_id"]`` takes the next committed (or freshly sampled) task and
+    passes it down as ``options={"task_id": ...}``; with one, it runs that task. When an episode ends,
+    its final reward is reported, unless ``info["infra_failure"]`` is set; an episode cut short by
+    another ``reset()`` counts as neither success nor failure. Tasks outside the pool (e.g. held-out
+    evaluation tasks named explicitly) are run but not reported.
+
+    Args:
+        env: An env whose ``reset`` accepts ``options={"task_id": ...}``.
+        curriculum: The state; share one between the sub-envs of a vector env.
+
+    Example:
+        >>> import gymnasium
+        >>> state = CurriculumState(["t0", "t1"])
+        >>> def make():
+        ...     return FrontierCurriculum(MyTaskEnv(), state)  # doctest: +SKIP
+        >>> envs = gymnasium.vector.SyncVectorEnv([make] * 4)  # doctest: +SKIP
+        >>> state.next_tasks(2, group_size=4)  # doctest: +SKIP
+        >>> envs.reset()  # the four sub-envs run the first group  # doctest: +SKIP
+    """
+
+    def __init__(self, env: gymnasium.Env, curriculum: CurriculumState):
+        super().__init__(env)
+        self.curriculum = curriculum
+        self._group: int | None = None  # committed group of the running episode
+        self._task: str | None = None  # pool task named by the caller, reported on its own
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        """Start the next task; ``seed`` goes to the env (the curriculum has ``CurriculumConfig.seed``,
+        since one state may serve many sub-envs)."""
+        self._end_episode(None)
+        options = dict(options or {})
+        if "task_id" not in options:
+            options["task_id"], self._group = self.curriculum.take()
+        elif options["task_id"] in self.curriculum:
+            self._task = options["task_id"]
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            self._end_episode(None if info.get("infra_failure") else reward)
+        return obs, reward, terminated, truncated, info
+
+    def _end_episode(self, reward: SupportsFloat | None) -> None:
+        if self._group is not None:
+            self.curriculum.record(self._group, reward)
+        elif self._task is not None and reward is not None:
+            self.curriculum.update(self._task, [reward])
+        self._group = self._task = None
+
+    def next_tasks(self, k: int, group_size: int = 1) -> list[str]:
+        """Commit the next ``k`` groups; see :meth:`CurriculumState.next_tasks`."""
+        return self.curriculum.next_tasks(k, group_size)
+
+    def update(
+        self, task_id: str, rewards: Sequence[SupportsFloat | None], policy_step: int | None = None
+    ) -> bool:
+        """Report a group run outside this wrapper; see :meth:`CurriculumState.update`."""
+        return self.curriculum.update(task_id, rewards, policy_step)
+
+    def on_policy_update(self, step: int | None = None) -> None:
+        """See :meth:`CurriculumState.on_policy_update`."""
+        self.curriculum.on_policy_update(step)
+
+    def filter_group(self, rewards: Sequence[SupportsFloat | None]) -> bool:
+        """See :func:`filter_group`."""
+        return filter_group(rewards)
+
+    def stats(self) -> dict[str, Any]:
+        """See :meth:`CurriculumState.stats`."""
+        return self.curriculum.stats()
+
+    def state_dict(self) -> dict[str, Any]:
+        """See :meth:`CurriculumState.state_dict`."""
+        return self.curriculum.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """See :meth:`CurriculumState.load_state_dict`."""
+        self.curriculum.load_state_dict(state)

@@ -1,0 +1,228 @@
+"""`FrogSWEEnv`: a Gymnasium env where an agent fixes a real bug in a real repository.
+
+The observation is text (the prompt at reset, then each tool's output); the action is a tool call
+(a dict or the model's raw text, see :mod:`frog_gym.tools`). ``submit`` ends the episode
+(``terminated``); running out of steps or wall time ends it too (``truncated``), and either way the final
+state is graded by the repository's own tests (:mod:`frog_gym.grading`). A malformed action is an error
+observation that costs a step, never an exception. ``info["infra_failure"]`` names a sandbox or grading
+fault, which is never scored as the agent's failure.
+
+Example:
+    >>> import gymnasium as gym, frog_gym
+    >>> env = gym.make("FrogSWE/inflection__handwritten-0001-v0")
+    >>> obs, info = env.reset(seed=0)
+    >>> obs, reward, terminated, truncated, info = env.step({"tool": "submit"})
+    >>> reward, terminated, info["report"]["resolved"]
+    (0.0, True, 'RESOLVED_NO')
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from frog_gym import paths
+from frog_gym.errors import FrogGymError, SandboxError, UnknownNameError
+from frog_gym.grading import GradeReport, grade
+from frog_gym.prompt import render_prompt
+from frog_gym.sandbox.base import Limits
+from frog_gym.sandbox.local import LocalSandbox
+from frog_gym.snapshot import PreparedRepo, prepare
+from frog_gym.spaces import UnicodeText
+from frog_gym.spec import load_repo
+from frog_gym.task import Task, load_task, task_index
+from frog_gym.tools import ActionError, Call, FileTools, parse_action
+from frog_gym.workspace import Template, Workspace, diff_text, template_for
+
+MAX_ACTION_CHARS = 10_000_000
+MAX_OBS_CHARS = 1_000_000
+DEFAULT_MAX_STEPS = 100
+
+
+class FrogSWEEnv(gym.Env[str, Any]):
+    """A repository-repair environment.
+
+    Args:
+        task_id: always run this task (registered ids ``FrogSWE/<instance_id>-v0`` set it).
+        task_ids: sample among these at each reset (default: every registered task).
+        max_steps: step budget (default: the registration's ``max_episode_steps``, else 100).
+        wall_time_s: wall-clock budget of an episode, grading excluded.
+        limits: sandbox limits (per-command timeout, output cap, memory, processes, ...).
+        partial_credit: reward the pass rate instead of 0/1 (see :meth:`GradeReport.reward`).
+        grade_timeout_s: wall limit of one grading run; past it the episode is an infrastructure failure.
+        render_mode: "ansi" (``render()`` returns the transcript) or "human" (prints each step).
+    """
+
+    metadata = {"render_modes": ["ansi", "human"]}
+
+    def __init__(self, task_id: str | None = None, task_ids: Sequence[str] | None = None, *,
+                 max_steps: int | None = None, wall_time_s: float = 1800.0, limits: Limits | None = None,
+                 partial_credit: bool = False, grade_timeout_s: float = 900.0, render_mode: str | None = None):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r} is not supported; use one of {self.metadata['render_modes']}")
+        if task_id is not None and task_id not in task_index():
+            raise UnknownNameError("task", task_id, task_index(), "See `frog-gym tasks`.")
+        self.task_id = task_id
+        self._pool = list(task_ids) if task_ids is not None else None
+        for t in self._pool or ():
+            if t not in task_index():
+                raise UnknownNameError("task", t, task_index(), "See `frog-gym tasks`.")
+        self.max_steps = max_steps
+        self.wall_time_s = wall_time_s
+        self.limits = limits or Limits()
+        self.partial_credit = partial_credit
+        self.grade_timeout_s = grade_timeout_s
+        self.render_mode = render_mode
+        self.action_space = UnicodeText(4096)
+        self.observation_space = UnicodeText(MAX_OBS_CHARS)
+        self._dir = paths.home() / "work" / uuid.uuid4().hex[:16]
+        self._ws = Workspace(self._dir / "ws")
+        self._scratch = Workspace(self._dir / "grade")
+        self._tools = FileTools(self._ws.path)
+        self._sandbox: LocalSandbox | None = None
+        self._repo: PreparedRepo | None = None
+        self._template: Template | None = None
+        self.task: Task | None = None
+        self._steps = 0
+        self._started = 0.0
+        self._done = True
+        self._transcript: list[str] = []
+        self.last_report: GradeReport | None = None
+
+    # -- Gymnasium API ------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = options or {}
+        task_id = options.get("task_id") or self.task_id
+        if task_id is None:
+            pool = self._pool if self._pool is not None else sorted(task_index())
+            if not pool:
+                raise FrogGymError("No tasks are registered; see `frog-gym tasks` and `frog-gym generate`.")
+            task_id = pool[int(self.np_random.integers(len(pool)))]
+        self.task = load_task(task_id)
+        repo = prepare(load_repo(self.task.repo))
+        self._template = template_for(repo, self.task.bug_patch, task_id)
+        self._ws.sync(self._template)
+        self._tools.reset()
+        if self._sandbox is None or self._repo is None or self._repo.venv != repo.venv:
+            if self._sandbox is not None:
+                self._sandbox.close()
+            self._sandbox = LocalSandbox(self._ws.path, repo.venv, self.limits, env=repo.spec.install.env)
+        self._sandbox.restart()
+        self._repo = repo
+        self._steps = 0
+        self._started = time.monotonic()
+        self._done = False
+        self.last_report = None
+        prompt = render_prompt(self.task, self._sandbox.root)
+        self._transcript = [f"=== task {task_id} ===\n{prompt}"]
+        return prompt, self._info()
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._done or self.task is None:
+            return ("The episode is over; call reset() to start a new one.", 0.0, True, False,
+                    {"task_id": getattr(self.task, "instance_id", None), "error": "episode over"})
+        self._steps += 1
+        if isinstance(action, str) and len(action) > MAX_ACTION_CHARS:
+            call: Call | ActionError = ActionError(f"The action is {len(action):,} characters; the limit is "
+                                                   f"{MAX_ACTION_CHARS:,}.")
+        else:
+            call = parse_action(action)
+        infra: str | None = None
+        terminated = False
+        if isinstance(call, ActionError):
+            obs, ok = f"Error: {call.message}", False
+        elif call.tool == "submit":
+            obs, ok, terminated = "Submitted. Grading with the repository's tests.", True, True
+        elif call.tool == "bash":
+            try:
+                obs, ok = self._bash(call.args["command"])
+            except SandboxError as e:
+                obs, ok, infra = f"The sandbox failed: {e}", False, str(e)
+        else:
+            obs, ok = self._tools.run(call)
+        budget = self._budget_left()
+        truncated = not terminated and (budget is not None or infra is not None)
+        if budget and not infra:
+            obs += f"\n[{budget}: the episode ends and the current state is graded]"
+        reward, info = 0.0, self._info()
+        info["action_ok"] = ok
+        if terminated or truncated:
+            self._done = True
+            if infra is None:
+                report = self._grade()
+                reward = report.reward(self.partial_credit)
+                info.update(report=report.to_dict(), resolved=report.is_resolved, infra_failure=report.infra_failure)
+                obs += f"\n[graded: {report.resolved.value}]"
+            else:
+                info["infra_failure"] = infra
+        self._transcript.append(f"--- step {self._steps}: {_show_action(call)}\n{obs}")
+        if self.render_mode == "human":
+            print(self._transcript[-1])
+        return obs[:MAX_OBS_CHARS], reward, terminated, truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return "\n".join(self._transcript)
+        return None
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+        shutil.rmtree(self._dir, ignore_errors=True)
+        self._ws.template = self._scratch.template = None
+        self._done = True
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def _bash(self, command: str) -> tuple[str, bool]:
+        assert self._sandbox is not None
+        r = self._sandbox.run(command)
+        if r.timed_out:
+            return (r.output + f"\n[timed out after {self.limits.command_timeout:g} s: the command and every process "
+                    "it started were killed; the shell is still usable]"), False
+        return r.output + f"\n[exit code {r.exit_code}]", r.exit_code == 0
+
+    def _budget_left(self) -> str | None:
+        limit = self.max_steps or (self.spec.max_episode_steps if self.spec else None) or DEFAULT_MAX_STEPS
+        if self._steps >= limit:
+            return f"step budget of {limit} used up"
+        if time.monotonic() - self._started > self.wall_time_s:
+            return f"wall-time budget of {self.wall_time_s:g} s used up"
+        return None
+
+    def _grade(self) -> GradeReport:
+        assert self._repo and self.task and self._template
+        self.last_report = grade(self._repo, self.task, self._template, self._ws.changes(), self._scratch,
+                                 timeout=self.grade_timeout_s)
+        return self.last_report
+
+    def _info(self) -> dict[str, Any]:
+        t = self.task
+        assert t is not None
+        return {"task_id": t.instance_id, "repo": t.repo, "statement_level": t.statement_level,
+                "features": dict(t.features), "steps": self._steps, "infra_failure": None}
+
+    def diff(self) -> str:
+        """The agent's changes so far, as a unified diff (SWE-bench's ``model_patch``)."""
+        return diff_text(self._ws.changes()) if self._ws.template else ""
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _show_action(call: Call | ActionError) -> str:
+    if isinstance(call, ActionError):
+        return "<malformed action>"
+    if call.tool == "bash":
+        return f"bash: {call.args['command'][:200]}"
+    return f"{call.tool} {call.args.get('path', '')}".strip()

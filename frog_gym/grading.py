@@ -1,0 +1,201 @@
+"""Grading, the way SWE-bench grades: run FAIL_TO_PASS ∪ PASS_TO_PASS in a fresh copy, trust no stdout.
+
+``grade`` takes the agent's changes, discards edits to test files, writes the rest into a fresh copy of
+the task's starting tree, runs exactly the selected tests in a new sandbox with a plugin that writes a
+report into a folder the agent never sees, cross-checks the report against pytest's exit code, and
+returns a :class:`GradeReport`. A sandbox fault or a grading timeout is an infrastructure failure, never
+the agent's failure. Identical changes reuse the cached grade.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from frog_gym import paths
+from frog_gym.sandbox.base import Limits
+from frog_gym.sandbox.local import LocalSandbox
+from frog_gym.snapshot import PreparedRepo, venv_key
+from frog_gym.task import Task
+from frog_gym.workspace import Change, Template, Workspace, write_changes
+
+
+class TestStatus(str, enum.Enum):
+    """A test's outcome in one run (SWE-bench's statuses, plus MISSING: selected but never reported)."""
+
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+    SKIPPED = "SKIPPED"
+    ERROR = "ERROR"
+    XFAIL = "XFAIL"
+    MISSING = "MISSING"
+
+    @property
+    def ok(self) -> bool:
+        """SWE-bench counts PASSED and XFAIL as passing."""
+        return self in (TestStatus.PASSED, TestStatus.XFAIL)
+
+
+class ResolvedStatus(str, enum.Enum):
+    """FULL: every FAIL_TO_PASS and PASS_TO_PASS test passes. PARTIAL: some but not all FAIL_TO_PASS pass
+    and every PASS_TO_PASS passes. NO: anything else."""
+
+    FULL = "RESOLVED_FULL"
+    PARTIAL = "RESOLVED_PARTIAL"
+    NO = "RESOLVED_NO"
+
+
+@dataclass
+class GradeReport:
+    """The result of grading one final state."""
+
+    resolved: ResolvedStatus
+    tests: dict[str, str]
+    fail_to_pass: dict[str, list[str]]
+    pass_to_pass: dict[str, list[str]]
+    exit_code: int | None
+    seconds: float
+    discarded_test_edits: list[str] = field(default_factory=list)
+    infra_failure: str | None = None
+    note: str = ""
+    cached: bool = False
+
+    @property
+    def is_resolved(self) -> bool:
+        return self.resolved is ResolvedStatus.FULL
+
+    def reward(self, partial_credit: bool = False) -> float:
+        """1.0 when resolved, else 0.0; with ``partial_credit``, the pass rate of FAIL_TO_PASS times that of
+        PASS_TO_PASS (so breaking other tests still costs)."""
+        if not partial_credit:
+            return 1.0 if self.is_resolved else 0.0
+
+        def rate(d: dict[str, list[str]]) -> float:
+            n = len(d["success"]) + len(d["failure"])
+            return len(d["success"]) / n if n else 1.0
+
+        return rate(self.fail_to_pass) * rate(self.pass_to_pass)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["resolved"] = self.resolved.value
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GradeReport:
+        d = dict(d)
+        d["resolved"] = ResolvedStatus(d["resolved"])
+        return cls(**d)
+
+
+def _plugin_dir() -> Any:
+    return resources.files("frog_gym").joinpath("_plugin")
+
+
+def _split(ids: tuple[str, ...], statuses: dict[str, TestStatus]) -> dict[str, list[str]]:
+    return {"success": [t for t in ids if statuses[t].ok], "failure": [t for t in ids if not statuses[t].ok]}
+
+
+def judge(task: Task, statuses: dict[str, TestStatus]) -> tuple[ResolvedStatus, dict, dict]:
+    """SWE-bench's resolution rule over per-test statuses."""
+    f2p, p2p = _split(task.FAIL_TO_PASS, statuses), _split(task.PASS_TO_PASS, statuses)
+    f2p_all = not f2p["failure"]
+    p2p_all = not p2p["failure"]
+    if f2p_all and p2p_all:
+        return ResolvedStatus.FULL, f2p, p2p
+    if p2p_all and f2p["success"]:
+        return ResolvedStatus.PARTIAL, f2p, p2p
+    return ResolvedStatus.NO, f2p, p2p
+
+
+def test_files_of(ids: tuple[str, ...]) -> list[str]:
+    """The test files that hold the given pytest node ids, in first-seen order."""
+    return list(dict.fromkeys(t.split("::", 1)[0] for t in ids))
+
+
+def run_selected(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeout: float,
+                 limits: Limits | None = None) -> tuple[dict[str, TestStatus], int | None, str, str | None]:
+    """Run exactly ``ids`` (None: the repository's whole suite) on ``tree`` in a fresh sandbox.
+
+    Returns ``(statuses, exit_code, note, infra_failure)``. Statuses come from the report file alone,
+    cross-checked with the exit code; a report that disagrees with the exit code is not trusted.
+    """
+    with tempfile.TemporaryDirectory(dir=paths.home()) as io_dir, resources.as_file(_plugin_dir()) as plugin:
+        io = Path(io_dir)
+        (io / "in").mkdir()
+        (io / "out").mkdir()
+        env = {"PYTHONPATH": "/frog/plugin", "FROG_REPORT": "/frog/out/report.json"}
+        if ids is not None:
+            (io / "in" / "select.json").write_text(json.dumps(list(ids)))
+            env["FROG_SELECT"] = "/frog/in/select.json"
+        limits = limits or Limits(command_timeout=timeout, output_cap=8192)
+        sb = LocalSandbox(tree, repo.venv, limits, env=repo.spec.install.env,
+                          binds=((io / "in", "/frog/in", False), (io / "out", "/frog/out", True),
+                                 (Path(plugin), "/frog/plugin", False)))
+        argv = [str(repo.python), "-m", "pytest", *repo.spec.pytest_args, "-q", "-p", "frog_report",
+                *(test_files_of(ids) if ids is not None else repo.spec.tests.paths)]
+        result = sb.exec(argv, timeout, env=env)
+        sb.close()
+        if result.timed_out:
+            return {}, None, result.output[-2000:], f"grading timed out after {timeout:.0f} s"
+        if result.output.startswith("bwrap:"):
+            return {}, result.exit_code, result.output[-2000:], f"sandbox failed: {result.output[:300]}"
+        report_path = io / "out" / "report.json"
+        statuses = {t: TestStatus.MISSING for t in ids or ()}
+        note = ""
+        try:
+            report = json.loads(report_path.read_text())
+        except (OSError, ValueError):
+            note = f"pytest wrote no report (exit code {result.exit_code}); every selected test counts as failed"
+            return statuses, result.exit_code, note + "\n" + result.output[-2000:], None
+        if report.get("exitstatus") != result.exit_code:
+            note = (f"the report says exit status {report.get('exitstatus')} but pytest exited with "
+                    f"{result.exit_code}; the report is not trusted")
+            return statuses, result.exit_code, note, None
+        for t, s in report.get("tests", {}).items():
+            if ids is None or t in statuses:
+                statuses[t] = TestStatus(s) if s in TestStatus.__members__ else TestStatus.ERROR
+        if all(s.ok for s in statuses.values()) and result.exit_code != 0:
+            note = f"every selected test passed but pytest exited with {result.exit_code}; not trusted"
+            statuses = {t: TestStatus.FAILED for t in statuses}
+        return statuses, result.exit_code, note, None
+
+
+def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,
+          timeout: float = 900.0, use_cache: bool = True) -> GradeReport:
+    """Grade the agent's ``changes`` to ``task`` (see the module docstring). ``scratch`` is reused."""
+    kept = [c for c in changes if not repo.spec.tests.is_test_file(c.path)]
+    discarded = sorted(c.path for c in changes if repo.spec.tests.is_test_file(c.path))
+    h = hashlib.sha256(f"{task.content_hash}\0{venv_key(repo.spec)}".encode())
+    for c in sorted(kept, key=lambda c: c.path):
+        h.update(f"\0{c.path}\0".encode())
+        h.update(hashlib.sha256(c.new).digest() if c.new is not None else b"<deleted>")
+    cache = paths.home() / "grades" / f"{h.hexdigest()[:32]}.json"
+    if use_cache and cache.exists():
+        report = GradeReport.from_dict(json.loads(cache.read_text()))
+        report.cached, report.discarded_test_edits = True, discarded
+        return report
+    start = time.monotonic()
+    scratch.sync(template)
+    write_changes(scratch.path, kept)
+    statuses, code, note, infra = run_selected(repo, scratch.path, task.selected_tests, timeout)
+    if infra:
+        return GradeReport(ResolvedStatus.NO, {}, {"success": [], "failure": list(task.FAIL_TO_PASS)},
+                           {"success": [], "failure": list(task.PASS_TO_PASS)}, code, time.monotonic() - start,
+                           discarded, infra, note)
+    resolved, f2p, p2p = judge(task, statuses)
+    report = GradeReport(resolved, {t: s.value for t, s in statuses.items()}, f2p, p2p, code,
+                         time.monotonic() - start, discarded, None, note)
+    cache.parent.mkdir(exist_ok=True)
+    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(report.to_dict()))
+    os.replace(tmp, cache)
+    return report

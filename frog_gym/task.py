@@ -1,0 +1,140 @@
+"""Task records: a repository snapshot, a bug, and the tests that prove it (SWE-bench compatible).
+
+Tasks live as JSONL in ``registry/tasks/<repo>.jsonl``, one record a line, ``instance_id`` first (the
+registration loop reads ids without parsing whole records).
+
+Example:
+    >>> t = load_task("inflection__handwritten-0001")
+    >>> t.repo, bool(t.FAIL_TO_PASS)
+    ('inflection', True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from frog_gym.errors import SpecError, UnknownNameError
+from frog_gym.schema import Field, check
+
+_ID_PREFIX = re.compile(r'^\{"instance_id":\s*"([^"\\]+)"')
+
+TASK_SCHEMA = {
+    "instance_id": Field(str, doc="unique id, '<repo>__<generator>-<n>'"),
+    "repo": Field(str, doc="registry name of the repository"),
+    "version": Field(str, doc="the repository's released version"),
+    "base_commit": Field(str, doc="content address of the snapshot (sdist sha256 or git commit)"),
+    "patch": Field(str, doc="the gold fix: a unified diff from the buggy tree to the pristine one"),
+    "test_patch": Field(str, required=False, default="", doc="SWE-bench field; empty: tests are unchanged"),
+    "problem_statement": Field(str),
+    "hints_text": Field(str, required=False, default=""),
+    "FAIL_TO_PASS": Field(list, items=str, doc="tests the bug breaks"),
+    "PASS_TO_PASS": Field(list, items=str, doc="tests that pass with and without the bug"),
+    "created_at": Field(str, required=False, default=""),
+    "environment_setup_commit": Field(str, required=False, default=""),
+    "bug_patch": Field(str, doc="unified diff from the pristine tree to the buggy one"),
+    "statement_level": Field(str, required=False, default="full", doc="full | medium | vague"),
+    "provenance": Field(dict, required=False, default=dict, doc="generator, operator family, seed, sites"),
+    "features": Field(dict, required=False, default=dict, doc="difficulty features"),
+    "validation": Field(dict, required=False, default=dict, doc="validation runs, timings, flaky tests"),
+}
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task. Field names of the SWE-bench part follow SWE-bench exactly."""
+
+    instance_id: str
+    repo: str
+    version: str
+    base_commit: str
+    patch: str
+    problem_statement: str
+    FAIL_TO_PASS: tuple[str, ...]
+    PASS_TO_PASS: tuple[str, ...]
+    bug_patch: str
+    test_patch: str = ""
+    hints_text: str = ""
+    created_at: str = ""
+    environment_setup_commit: str = ""
+    statement_level: str = "full"
+    provenance: dict[str, Any] = field(default_factory=dict, compare=False)
+    features: dict[str, Any] = field(default_factory=dict, compare=False)
+    validation: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def selected_tests(self) -> tuple[str, ...]:
+        """FAIL_TO_PASS ∪ PASS_TO_PASS, in a stable order: what grading runs."""
+        return tuple(dict.fromkeys(self.FAIL_TO_PASS + self.PASS_TO_PASS))
+
+    @property
+    def content_hash(self) -> str:
+        """A hash of everything that affects grading (the harness suite hash is built from these)."""
+        blob = json.dumps([self.repo, self.base_commit, self.bug_patch, self.FAIL_TO_PASS, self.PASS_TO_PASS,
+                           self.problem_statement], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["FAIL_TO_PASS"], d["PASS_TO_PASS"] = list(self.FAIL_TO_PASS), list(self.PASS_TO_PASS)
+        return json.dumps({"instance_id": d.pop("instance_id"), **d}, ensure_ascii=False, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], file: str = "<task>") -> Task:
+        d = check(d, TASK_SCHEMA, file)
+        if not d["FAIL_TO_PASS"]:
+            raise SpecError(file, "FAIL_TO_PASS", "empty; a task needs at least one test that the bug breaks")
+        d["FAIL_TO_PASS"], d["PASS_TO_PASS"] = tuple(d["FAIL_TO_PASS"]), tuple(d["PASS_TO_PASS"])
+        return cls(**d)
+
+
+def _tasks_dir() -> Any:
+    return resources.files("frog_gym.registry").joinpath("tasks")
+
+
+def task_files() -> list[Any]:
+    return sorted((p for p in _tasks_dir().iterdir() if p.name.endswith(".jsonl")), key=lambda p: p.name)
+
+
+@lru_cache(maxsize=1)
+def task_index() -> dict[str, tuple[str, int]]:
+    """instance_id -> (task file name, line number), read without parsing the records."""
+    index: dict[str, tuple[str, int]] = {}
+    for f in task_files():
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines()):
+            if not line.strip():
+                continue
+            m = _ID_PREFIX.match(line)
+            iid = m.group(1) if m else json.loads(line)["instance_id"]
+            index[iid] = (f.name, n)
+    return index
+
+
+@lru_cache(maxsize=64)
+def _file_lines(name: str) -> list[str]:
+    return _tasks_dir().joinpath(name).read_text(encoding="utf-8").splitlines()
+
+
+@lru_cache(maxsize=4096)
+def load_task(instance_id: str) -> Task:
+    """Load one registered task by id, with a did-you-mean on a miss."""
+    index = task_index()
+    if instance_id not in index:
+        raise UnknownNameError("task", instance_id, index, "See `frog-gym tasks` for the registered ids.")
+    name, n = index[instance_id]
+    return Task.from_dict(json.loads(_file_lines(name)[n]), f"registry/tasks/{name}:{n + 1}")
+
+
+def load_tasks_file(path: str) -> list[Task]:
+    """All tasks of one JSONL file (for imports and tests)."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f):
+            if line.strip():
+                out.append(Task.from_dict(json.loads(line), f"{path}:{n + 1}"))
+    return out

@@ -1,0 +1,68 @@
+"""Hand-written bugs: the first tasks of the registry, each a small real-world-looking defect.
+
+``frog-gym generate --handwritten REPO`` validates these with :func:`frog_gym.generators.validate.validate`
+(full suite, 3 runs) and writes them to ``registry/tasks/<repo>.jsonl``.
+"""
+
+from __future__ import annotations
+
+from frog_gym.generators.validate import Edit
+
+I = "inflection/__init__.py"
+C = "src/cachetools/__init__.py"
+K = "src/cachetools/keys.py"
+T = "toolz/itertoolz.py"
+
+# (repo, edits, problem statement)
+BUGS: list[tuple[str, list[Edit], str]] = [
+    ("inflection", [Edit(I, "if number % 100 in (11, 12, 13):", "if number % 100 in (11, 12):")],
+     "`ordinalize(13)` returns '13rd' and `ordinal(113)` gives 'rd'. Numbers ending in 13 should take 'th', "
+     "like 11 and 12 do ('13th', '113th')."),
+    ("inflection", [Edit(I, "return string[0].lower() + camelize(string)[1:]", "return string[0] + camelize(string)[1:]")],
+     "`camelize('device_type', False)` returns 'DeviceType', but with `uppercase_first_letter=False` the "
+     "result should start lowercase: 'deviceType'."),
+    ("inflection", [Edit(I, "return word.replace('_', '-')", "return word.replace('_', '-', 1)")],
+     "`dasherize('puni_puni_kun')` returns 'puni-puni_kun': only the first underscore becomes a dash. "
+     "Every underscore should be replaced."),
+    ("inflection", [Edit(I, '    word = re.sub(r"_id$", "", word)\n', "")],
+     "`humanize('author_id')` returns 'Author id'. A trailing '_id' should be dropped, as documented: "
+     "'Author'."),
+    ("inflection", [Edit(I, "    number = abs(int(number))\n", "    number = int(number)\n")],
+     "Ordinals of negative numbers are wrong: `ordinalize(-1021)` gives '-1021th' instead of '-1021st', "
+     "and `ordinal(-2)` is 'th' instead of 'nd'."),
+    ("cachetools", [Edit(C, "while self.__currsize + 1 > maxsize:", "while self.__currsize + 1 >= maxsize:")],
+     "A `Cache(maxsize=2)` only ever holds one item: inserting a second key evicts the first. A cache "
+     "should keep up to `maxsize` items before evicting anything."),
+    ("cachetools", [Edit(C, "if itemsize > maxsize:\n                raise ValueError(\"value too large\")",
+                         "if itemsize >= maxsize:\n                raise ValueError(\"value too large\")")],
+     "With `getsizeof`, a value whose size equals `maxsize` is refused with `ValueError: value too large`, "
+     "although it fits exactly. Only values larger than `maxsize` should be refused."),
+    ("cachetools", [Edit(C, "        if key in self:\n            return self[key]\n        else:\n            return default",
+                         "        if key in self:\n            return self[key]\n        else:\n            return None")],
+     "`cache.get(key, default)` ignores the default: for a missing key it returns None instead of the value "
+     "I passed."),
+    ("cachetools", [Edit(C, "            value = self[key]\n            del self[key]\n        elif",
+                         "            value = self[key]\n        elif")],
+     "`cache.pop(key)` returns the value but leaves the key in the cache: `key in cache` is still True "
+     "afterwards and `len(cache)` does not shrink."),
+    ("cachetools", [Edit(K, "    return key + tuple(map(type, args))\n\n\ndef typedmethodkey",
+                         "    return key\n\n\ndef typedmethodkey")],
+     "`typedkey(1)` and `typedkey(1.0)` return equal keys, so `@cached(cache, key=typedkey)` returns the "
+     "cached int result for a float argument. The key should include the argument types."),
+    ("toolz", [Edit(T, "        return seq[-n:]", "        return seq[-n + 1:]")],
+     "`tail(2, [10, 20, 30, 40, 50])` returns `[50]`; it should return the last two elements, `[40, 50]`. "
+     "Iterators that are not sequences work correctly."),
+    ("toolz", [Edit(T, "    return itertools.islice(seq, 0, None, n)", "    return itertools.islice(seq, 1, None, n)")],
+     "`list(take_nth(2, [10, 20, 30, 40, 50]))` gives `[20, 40]`, but the first element should be included: "
+     "`[10, 30, 50]`."),
+    ("toolz", [Edit(T, "        d[item] += 1\n    return dict(d)", "        d[item] = 1\n    return dict(d)")],
+     "`frequencies(['cat', 'cat', 'ox'])` reports every count as 1: `{'cat': 1, 'ox': 1}` instead of "
+     "`{'cat': 2, 'ox': 1}`."),
+    ("toolz", [Edit(T, "    return itertools.islice(seq, n, None)", "    return itertools.islice(seq, n + 1, None)")],
+     "`drop(2, [10, 20, 30, 40, 50])` drops three elements and returns `[40, 50]`; it should return "
+     "`[30, 40, 50]`."),
+    ("toolz", [Edit(T, "    return zip(*(collections.deque(itertools.islice(it, i), 0) or it",
+                    "    return zip(*(collections.deque(itertools.islice(it, i + 1), 0) or it")],
+     "`list(sliding_window(2, [1, 2, 3, 4]))` returns `[(2, 3), (3, 4)]`: the windows start one element "
+     "late and the first window `(1, 2)` is missing."),
+]
