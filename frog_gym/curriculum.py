@@ -411,7 +411,7 @@ class CurriculumState:
         rank = np.zeros(n)
         active = np.flatnonzero(~retired)
         if active.size:
-            score = learnability(*self._posterior_arrays())[active]
+            score = np.asarray(learnability(*self._posterior_arrays()))[active]
             order = np.lexsort((self._rng.random(active.size), -score))  # ties broken at random
             rank[active[order]] = np.arange(1, active.size + 1, dtype=float) ** (-1.0 / cfg.rank_temperature)
             rank /= rank.sum()
