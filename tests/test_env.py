@@ -225,7 +225,7 @@ def test_view_and_edit_roundtrip_with_undo(env):
     env.step({"tool": "insert", "path": "new_mod.py", "insert_line": 1, "insert_text": "B = 2"})
     assert env.step({"tool": "bash", "command": "cat new_mod.py"})[0].startswith("A = 1\nB = 2")
     env.step({"tool": "undo_edit", "path": "new_mod.py"})
-    assert env.step({"tool": "bash", "command": "cat new_mod.py"})[0].startswith("A = 1\n[")
+    assert env.step({"tool": "bash", "command": "cat new_mod.py"})[0] == "A = 1\n\n[exit code 0]"
     env.step({"tool": "undo_edit", "path": "new_mod.py"})
     assert "No such file" in env.step({"tool": "bash", "command": "cat new_mod.py"})[0]
     listing = env.step({"tool": "view", "path": "/testbed"})[0]
