@@ -32,7 +32,7 @@ from frog_gym.errors import FrogGymError, SandboxError, UnknownNameError
 from frog_gym.grading import GradeReport, grade
 from frog_gym.prompt import render_prompt
 from frog_gym.sandbox.base import Limits
-from frog_gym.sandbox.local import LocalSandbox
+from frog_gym.sandbox import Sandbox, make_sandbox
 from frog_gym.snapshot import PreparedRepo, prepare
 from frog_gym.spaces import UnicodeText
 from frog_gym.spec import load_repo
@@ -56,6 +56,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         limits: sandbox limits (per-command timeout, output cap, memory, processes, ...).
         partial_credit: reward the pass rate instead of 0/1 (see :meth:`GradeReport.reward`).
         grade_timeout_s: wall limit of one grading run; past it the episode is an infrastructure failure.
+        backend: sandbox backend, "local" (bubblewrap) or "docker".
         render_mode: "ansi" (``render()`` returns the transcript) or "human" (prints each step).
     """
 
@@ -63,7 +64,8 @@ class FrogSWEEnv(gym.Env[str, Any]):
 
     def __init__(self, task_id: str | None = None, task_ids: Sequence[str] | None = None, *,
                  max_steps: int | None = None, wall_time_s: float = 1800.0, limits: Limits | None = None,
-                 partial_credit: bool = False, grade_timeout_s: float = 900.0, render_mode: str | None = None):
+                 partial_credit: bool = False, grade_timeout_s: float = 900.0, backend: str = "local",
+                 render_mode: str | None = None):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r} is not supported; use one of {self.metadata['render_modes']}")
         if task_id is not None and task_id not in task_index():
@@ -78,6 +80,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self.limits = limits or Limits()
         self.partial_credit = partial_credit
         self.grade_timeout_s = grade_timeout_s
+        self.backend = backend
         self.render_mode = render_mode
         self.action_space = UnicodeText(4096)
         self.observation_space = UnicodeText(MAX_OBS_CHARS)
@@ -85,7 +88,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self._ws = Workspace(self._dir / "ws")
         self._scratch = Workspace(self._dir / "grade")
         self._tools = FileTools(self._ws.path)
-        self._sandbox: LocalSandbox | None = None
+        self._sandbox: Sandbox | None = None
         self._repo: PreparedRepo | None = None
         self._template: Template | None = None
         self.task: Task | None = None
@@ -113,7 +116,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         if self._sandbox is None or self._repo is None or self._repo.venv != repo.venv:
             if self._sandbox is not None:
                 self._sandbox.close()
-            self._sandbox = LocalSandbox(self._ws.path, repo.venv, self.limits, env=repo.spec.install.env)
+            self._sandbox = make_sandbox(self.backend, repo, self._ws.path, self.limits)
         self._sandbox.restart()
         self._repo = repo
         self._steps = 0
@@ -200,7 +203,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
     def _grade(self) -> GradeReport:
         assert self._repo and self.task and self._template
         self.last_report = grade(self._repo, self.task, self._template, self._ws.changes(), self._scratch,
-                                 timeout=self.grade_timeout_s)
+                                 timeout=self.grade_timeout_s, backend=self.backend)
         return self.last_report
 
     def _info(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from frog_gym import paths
 from frog_gym.sandbox.base import Limits
-from frog_gym.sandbox.local import LocalSandbox
+from frog_gym.sandbox import make_sandbox
 from frog_gym.snapshot import PreparedRepo, venv_key
 from frog_gym.task import Task
 from frog_gym.workspace import Change, Template, Workspace, write_changes
@@ -122,7 +122,8 @@ def test_files_of(ids: tuple[str, ...]) -> list[str]:
 
 
 def run_selected(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeout: float,
-                 limits: Limits | None = None) -> tuple[dict[str, TestStatus], int | None, str, str | None]:
+                 limits: Limits | None = None, backend: str = "local"
+                 ) -> tuple[dict[str, TestStatus], int | None, str, str | None]:
     """Run exactly ``ids`` (None: the repository's whole suite) on ``tree`` in a fresh sandbox.
 
     Returns ``(statuses, exit_code, note, infra_failure)``. Statuses come from the report file alone,
@@ -137,7 +138,7 @@ def run_selected(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, ti
             (io / "in" / "select.json").write_text(json.dumps(list(ids)))
             env["FROG_SELECT"] = "/frog/in/select.json"
         limits = limits or Limits(command_timeout=timeout, output_cap=8192)
-        sb = LocalSandbox(tree, repo.venv, limits, env=repo.spec.install.env,
+        sb = make_sandbox(backend, repo, tree, limits,
                           binds=((io / "in", "/frog/in", False), (io / "out", "/frog/out", True),
                                  (Path(plugin), "/frog/plugin", False)))
         argv = [str(repo.python), "-m", "pytest", *repo.spec.pytest_args, "-q", "-p", "frog_report",
@@ -170,11 +171,11 @@ def run_selected(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, ti
 
 
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,
-          timeout: float = 900.0, use_cache: bool = True) -> GradeReport:
+          timeout: float = 900.0, use_cache: bool = True, backend: str = "local") -> GradeReport:
     """Grade the agent's ``changes`` to ``task`` (see the module docstring). ``scratch`` is reused."""
     kept = [c for c in changes if not repo.spec.tests.is_test_file(c.path)]
     discarded = sorted(c.path for c in changes if repo.spec.tests.is_test_file(c.path))
-    h = hashlib.sha256(f"{task.content_hash}\0{venv_key(repo.spec)}".encode())
+    h = hashlib.sha256(f"{task.content_hash}\0{venv_key(repo.spec)}\0{backend}".encode())
     for c in sorted(kept, key=lambda c: c.path):
         h.update(f"\0{c.path}\0".encode())
         h.update(hashlib.sha256(c.new).digest() if c.new is not None else b"<deleted>")
@@ -186,7 +187,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     start = time.monotonic()
     scratch.sync(template)
     write_changes(scratch.path, kept)
-    statuses, code, note, infra = run_selected(repo, scratch.path, task.selected_tests, timeout)
+    statuses, code, note, infra = run_selected(repo, scratch.path, task.selected_tests, timeout, backend=backend)
     if infra:
         return GradeReport(ResolvedStatus.NO, {}, {"success": [], "failure": list(task.FAIL_TO_PASS)},
                            {"success": [], "failure": list(task.PASS_TO_PASS)}, code, time.monotonic() - start,
