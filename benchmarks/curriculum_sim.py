@@ -16,7 +16,7 @@ Printed, per mode (mean ± std over seeds):
   sampled groups whose true p lies in the frontier band is back to 90% of its level before the jump
   (target <= 2).
 
-Run: ``python benchmarks/curriculum_sim.py`` (about a minute on one core) or ``--quick`` (a few seconds).
+Run: ``python benchmarks/curriculum_sim.py`` (about a minute on one core) or ``--quick`` (about ten seconds).
 The curves go to ``docs/curriculum.png``.
 """
 
@@ -167,7 +167,7 @@ def fmt(values: list[float], digits: int = 2) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2 seeds, shorter runs (a few seconds)")
+    parser.add_argument("--quick", action="store_true", help="2 seeds, shorter runs (about ten seconds)")
     parser.add_argument("--seeds", type=int, default=None, help="number of seeds (default 5, quick 2)")
     parser.add_argument("--plot", default="docs/curriculum.png", help="where to save the curves")
     args = parser.parse_args()
@@ -189,9 +189,9 @@ def main() -> None:
     print(
         "| mode | rollouts to reach uniform's final held-out (ratio to uniform) | zero-variance groups | "
         "half-lives until sampling is back on the frontier | in-band share before → just after the jump "
-        "| final held-out success | coverage |"
+        "| final held-out success | rollouts used | coverage |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for name in configs:
         ratios = [
             rollouts_to_reach(r, u["y"][-1]) / budget for r, u in zip(main_runs[name], main_runs["uniform"])
@@ -204,6 +204,7 @@ def main() -> None:
             f"{recovery_half_lives(in_band, sim, half_life):.2f}",
             f"{in_band[sim.jump_after - 16 : sim.jump_after].mean():.2f} → {in_band[sim.jump_after : sim.jump_after + 3].mean():.2f}",
             fmt([r["y"][-1] for r in main_runs[name]], 3),
+            f"{np.mean([r['x'][-1] for r in main_runs[name]]):,.0f}",
             fmt([r["coverage"] for r in main_runs[name]]),
         ]
         print("| " + " | ".join(cells) + " |")
@@ -222,7 +223,12 @@ def main() -> None:
         band = np.mean([r["in_band"] for r in jump_runs[name]], axis=0)
         axes[1].plot((np.arange(band.size) - sim.jump_after) / half_life, band, label=name)
     axes[0].axhline(np.mean([r["y"][-1] for r in main_runs["uniform"]]), color="grey", ls=":", lw=1)
-    axes[0].set(xlabel="rollouts", ylabel="held-out success", title="Learning curves (mean over seeds)")
+    axes[0].set(
+        xlabel="rollouts (dapo runs on past uniform's budget)",
+        ylabel="held-out success",
+        title="Learning curves (mean over seeds)",
+        xlim=(0, 1.05 * budget),
+    )
     axes[1].axvline(0, color="grey", ls=":", lw=1)
     axes[1].set(
         xlabel="half-lives since the skill jump",

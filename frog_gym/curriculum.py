@@ -512,8 +512,7 @@ class CurriculumState:
             group["rewards"].append(float(reward))
         if group["left"] == 0:
             del self._groups[group_id]
-            if group["rewards"]:
-                self.update(group["task"], group["rewards"])
+            self.update(group["task"], group["rewards"])
 
     # ---- learning from results --------------------------------------------------------------------
 
@@ -544,15 +543,18 @@ class CurriculumState:
             self.on_policy_update(policy_step)
         scored = np.clip([float(r) for r in rewards if r is not None], 0.0, 1.0)
         keep = filter_group(rewards)
-        if scored.size == 0:
-            return keep
         if task_id in self._probation:
+            if scored.size < 2:  # too few scored episodes to judge: schedule it again
+                self._probation[task_id]["scheduled"] = False
+                return keep
             self._judge_probation(task_id, scored)
-            return keep
-        i = self._lookup(task_id)
-        self._counts[i] += (scored.sum(), scored.size - scored.sum())
-        self._attempts[i] += scored.size
-        self._last_seen[i] = self.step
+        elif scored.size:
+            i = self._lookup(task_id)
+            self._counts[i] += (scored.sum(), scored.size - scored.sum())
+            self._attempts[i] += scored.size
+            self._last_seen[i] = self.step
+        else:
+            self._lookup(task_id)
         if scored.size >= 2:
             self._counters["groups"] += 1
             self._counters["zero_variance_groups"] += int(not keep)
@@ -632,23 +634,24 @@ class CurriculumState:
         """
         if wait:
             concurrent.futures.wait([f for _, f in self._validating])
-        finished, self._validating = (
-            [(t, f) for t, f in self._validating if f.done()],
-            [(t, f) for t, f in self._validating if not f.done()],
-        )
-        admitted = []
-        for task, future in finished:
+        admitted, still_running = [], []
+        for task, future in self._validating:
+            if not future.done():
+                still_running.append((task, future))
+                continue
             if future.exception() is not None:
                 warnings.warn(
                     f"Validating synthesized task {task.task_id!r} raised {future.exception()!r}; "
                     "counted as invalid.",
                     stacklevel=2,
                 )
-            if future.exception() is None and future.result() and task.task_id not in self._index:
+            new = task.task_id not in self._index and task.task_id not in self._probation
+            if future.exception() is None and future.result() and new:
                 self._probation[task.task_id] = {"features": dict(task.features), "scheduled": False}
                 admitted.append(task.task_id)
             else:
                 self._counters["synth_invalid"] += 1
+        self._validating = still_running
         return admitted
 
     def _judge_probation(self, task_id: str, scored: np.ndarray) -> None:
@@ -662,7 +665,6 @@ class CurriculumState:
         i = self._index[task_id]
         self._counts[i] = (scored.sum(), scored.size - scored.sum())
         self._attempts[i] = scored.size
-        self._counters["groups"] += 1
 
     def close(self) -> None:
         """Stop the validation threads (validations in flight are abandoned)."""

@@ -351,6 +351,8 @@ def test_synthesized_tasks_join_only_after_a_probation_group_with_mixed_results(
     assert batch[:4] == ["syn-0", "syn-0", "syn-2", "syn-2"]  # probation groups first, at least two episodes
     assert "syn-0" not in state
     state.update("syn-0", [1.0, 0.0])  # 0 < p̂ < 1: admitted
+    state.update("syn-2", [1.0, None])  # one scored episode cannot show 0 < p̂ < 1: scheduled again
+    assert state.next_tasks(1, commit=False)[:2] == ["syn-2", "syn-2"]
     state.update("syn-2", [1.0, 1.0])  # all successes: rejected
     assert "syn-0" in state and "syn-2" not in state
     assert state.posterior("syn-0") == pytest.approx(
