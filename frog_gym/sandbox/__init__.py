@@ -26,8 +26,14 @@ def make_sandbox(backend: str, repo: PreparedRepo | None, workspace: Path, limit
     env = repo.spec.install.env if repo is not None else None
     venv = repo.venv if repo is not None else None
     if backend == "local":
-        from frog_gym.sandbox.local import LocalSandbox
+        import shutil
 
+        from frog_gym.sandbox.local import LocalSandbox, bwrap_path, check_unsandboxed_opt_in
+
+        if shutil.which("bwrap") is None and check_unsandboxed_opt_in():
+            paths = ":".join(str(workspace / p) for p in (repo.spec.install.import_paths if repo else ()))
+            return LocalSandbox(workspace, venv, limits, env={**(env or {}), "PYTHONPATH": paths}, isolated=False)
+        bwrap_path()  # a clear error naming how to install bubblewrap, or how to opt out
         return LocalSandbox(workspace, venv, limits, env=env, binds=binds)
     if backend == "docker":
         from frog_gym.sandbox.docker import DockerSandbox  # type: ignore[import-not-found]

@@ -181,13 +181,17 @@ class LocalSandbox:
     root = TESTBED
 
     def __init__(self, workspace: Path, venv: Path | None = None, limits: Limits | None = None,
-                 env: dict[str, str] | None = None, binds: tuple[tuple[Path, str, bool], ...] = ()):
+                 env: dict[str, str] | None = None, binds: tuple[tuple[Path, str, bool], ...] = (),
+                 isolated: bool = True):
         self.host_root = Path(workspace)
+        self.isolated = isolated
+        if not isolated:  # FROG_GYM_UNSANDBOXED=1: the workspace is where it is, nothing is mounted
+            self.root = str(self.host_root)
         self.venv = Path(venv) if venv else None
         self.limits = limits or Limits()
         self.env = base_env(self.venv, env)
         self.binds = binds
-        self._bwrap = bwrap_path()
+        self._bwrap = bwrap_path() if isolated else ""
         self._proc: subprocess.Popen[bytes] | None = None
         self._cgroup: _PidsCgroup | None = None
         self._ctl_r = -1
@@ -202,6 +206,8 @@ class LocalSandbox:
 
     # -- launching ----------------------------------------------------------------------------------
     def _argv(self, command: list[str]) -> list[str]:
+        if not self.isolated:
+            return command
         a = [self._bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
              "--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--clearenv"]
         for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"):
@@ -246,7 +252,9 @@ class LocalSandbox:
         try:
             proc = subprocess.Popen(self._argv(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, pass_fds=pass_fds,
-                                    preexec_fn=lambda: self._preexec(cgroup), close_fds=True)
+                                    preexec_fn=lambda: self._preexec(cgroup), close_fds=True,
+                                    **({} if self.isolated else {"cwd": self.host_root, "env": self.env,
+                                                                 "start_new_session": True}))
         except OSError as e:
             cgroup.remove()
             raise SandboxError(f"could not start bubblewrap: {e}") from e
@@ -328,6 +336,8 @@ class LocalSandbox:
 
     def _find_ns(self) -> str | None:
         assert self._proc is not None
+        if not self.isolated:
+            return f"session:{self._proc.pid}"
         own = _ns_of(os.getpid())
         for _ in range(100):
             try:
@@ -487,6 +497,15 @@ class LocalSandbox:
         if self._ns is None:
             return []
         pids = []
+        if not self.isolated:  # the shell's session (setsid children escape: unsandboxed mode says so)
+            sid = self._ns.split(":")[1]
+            for name in os.listdir("/proc"):
+                try:
+                    if name.isdigit() and Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[3] == sid:
+                        pids.append(int(name))
+                except (OSError, IndexError):
+                    pass
+            return pids
         for name in os.listdir("/proc"):
             if name.isdigit() and _ns_of(int(name)) == self._ns:
                 pids.append(int(name))
