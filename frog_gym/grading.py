@@ -121,6 +121,19 @@ def test_files_of(ids: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(t.split("::", 1)[0] for t in ids))
 
 
+@dataclass
+class RunResult:
+    """One pytest run of selected tests: statuses from the report file, plus what the report held."""
+
+    statuses: dict[str, TestStatus]
+    exit_code: int | None
+    note: str = ""
+    infra_failure: str | None = None
+    details: dict[str, dict[str, str]] = field(default_factory=dict)
+    collect_errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
 def run_selected(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeout: float,
                  limits: Limits | None = None, backend: str = "local"
                  ) -> tuple[dict[str, TestStatus], int | None, str, str | None]:
@@ -129,45 +142,75 @@ def run_selected(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, ti
     Returns ``(statuses, exit_code, note, infra_failure)``. Statuses come from the report file alone,
     cross-checked with the exit code; a report that disagrees with the exit code is not trusted.
     """
+    r = run_tests(repo, tree, ids, timeout, limits, backend=backend)
+    return r.statuses, r.exit_code, r.note, r.infra_failure
+
+
+def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeout: float,
+              limits: Limits | None = None, backend: str = "local", *, details: bool = False,
+              env: dict[str, str] | None = None, binds: tuple[tuple[Path, str, bool], ...] = (),
+              out_dir: Path | None = None, plugins: tuple[str, ...] = (), args: tuple[str, ...] = ()
+              ) -> RunResult:
+    """:func:`run_selected` with more in and out: failure ``details`` (the report plugin's "details" key),
+    extra sandbox ``env`` (a ``PYTHONPATH`` there is appended to the plugin's) and ``binds``, ``out_dir`` (a
+    host folder mounted writable at ``/frog/out`` that the caller keeps: the coverage map reads its data
+    there), more pytest ``plugins`` loaded with ``-p``, and more pytest ``args`` (after the spec's, so that
+    e.g. ``--timeout=15`` overrides the spec's per-test timeout).
+    """
+    start = time.monotonic()
     with tempfile.TemporaryDirectory(dir=paths.home()) as io_dir, resources.as_file(_plugin_dir()) as plugin:
         io = Path(io_dir)
         (io / "in").mkdir()
-        (io / "out").mkdir()
-        env = {"PYTHONPATH": "/frog/plugin", "FROG_REPORT": "/frog/out/report.json"}
+        out = out_dir or io / "out"
+        out.mkdir(exist_ok=True)
+        (out / "report.json").unlink(missing_ok=True)
+        extra = dict(env or {})
+        run_env = {"PYTHONPATH": ":".join(["/frog/plugin", *filter(None, [extra.pop("PYTHONPATH", "")])]),
+                   "FROG_REPORT": "/frog/out/report.json", **extra}
+        if details:
+            run_env["FROG_DETAILS"] = "1"
         if ids is not None:
             (io / "in" / "select.json").write_text(json.dumps(list(ids)))
-            env["FROG_SELECT"] = "/frog/in/select.json"
+            run_env["FROG_SELECT"] = "/frog/in/select.json"
         limits = limits or Limits(command_timeout=timeout, output_cap=8192)
         sb = make_sandbox(backend, repo, tree, limits,
-                          binds=((io / "in", "/frog/in", False), (io / "out", "/frog/out", True),
-                                 (Path(plugin), "/frog/plugin", False)))
+                          binds=((io / "in", "/frog/in", False), (out, "/frog/out", True),
+                                 (Path(plugin), "/frog/plugin", False), *binds))
         argv = [str(repo.python), "-m", "pytest", *repo.spec.pytest_args, "-q", "-p", "frog_report",
+                *(a for p in plugins for a in ("-p", p)), *args,
                 *(test_files_of(ids) if ids is not None else repo.spec.tests.paths)]
-        result = sb.exec(argv, timeout, env=env)
+        result = sb.exec(argv, timeout, env=run_env)
         sb.close()
+
+        def done(statuses: dict[str, TestStatus], note: str = "", infra: str | None = None,
+                 report: dict | None = None) -> RunResult:
+            report = report or {}
+            return RunResult(statuses, result.exit_code, note, infra, report.get("details", {}),
+                             report.get("collect_errors", []), time.monotonic() - start)
+
         if result.timed_out:
-            return {}, None, result.output[-2000:], f"grading timed out after {timeout:.0f} s"
+            return done({}, result.output[-2000:], f"grading timed out after {timeout:.0f} s")
         if result.output.startswith("bwrap:"):
-            return {}, result.exit_code, result.output[-2000:], f"sandbox failed: {result.output[:300]}"
-        report_path = io / "out" / "report.json"
+            return done({}, result.output[-2000:], f"sandbox failed: {result.output[:300]}")
+        report_path = out / "report.json"
         statuses = {t: TestStatus.MISSING for t in ids or ()}
-        note = ""
         try:
             report = json.loads(report_path.read_text())
         except (OSError, ValueError):
             note = f"pytest wrote no report (exit code {result.exit_code}); every selected test counts as failed"
-            return statuses, result.exit_code, note + "\n" + result.output[-2000:], None
+            return done(statuses, note + "\n" + result.output[-2000:])
         if report.get("exitstatus") != result.exit_code:
             note = (f"the report says exit status {report.get('exitstatus')} but pytest exited with "
                     f"{result.exit_code}; the report is not trusted")
-            return statuses, result.exit_code, note, None
+            return done(statuses, note)
         for t, s in report.get("tests", {}).items():
             if ids is None or t in statuses:
                 statuses[t] = TestStatus(s) if s in TestStatus.__members__ else TestStatus.ERROR
+        note = ""
         if all(s.ok for s in statuses.values()) and result.exit_code != 0:
             note = f"every selected test passed but pytest exited with {result.exit_code}; not trusted"
             statuses = {t: TestStatus.FAILED for t in statuses}
-        return statuses, result.exit_code, note, None
+        return done(statuses, note, None, report)
 
 
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,

@@ -2,11 +2,16 @@
 
 A candidate is kept only if (a) at least one test fails with it, (b) its failures repeat over every run
 (tests whose result varies are recorded as flaky and left out of FAIL_TO_PASS and PASS_TO_PASS), (c) the
-reverse patch (the gold fix) makes every selected test pass, and (d) PASS_TO_PASS is not empty.
+reverse patch (the gold fix) makes every selected test pass, (d) PASS_TO_PASS is not empty, and (e) it
+breaks no more than ``max_fail_to_pass`` tests, unless it is an import crash (its own, recorded class).
+
+Candidates are tested in one reusable workspace that is synced back to the pristine tree before every
+run (a stat scan and a few copies), never in a fresh template per candidate.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
@@ -15,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from frog_gym import paths
-from frog_gym.grading import TestStatus, run_selected, test_files_of
+from frog_gym.grading import TestStatus, run_selected, run_tests, test_files_of
 from frog_gym.snapshot import PreparedRepo, venv_key
-from frog_gym.workspace import Change, Workspace, diff_text, template_for, write_changes
+from frog_gym.workspace import Change, Template, Workspace, _manifest, diff_text, write_changes
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,13 @@ class Edit:
 
 @dataclass
 class Validation:
-    """What validating one candidate found. ``ok`` False carries the ``reason``."""
+    """What validating one candidate found. ``ok`` False carries the ``reason``.
+
+    ``crash`` marks a bug that breaks the import of the code under test (every candidate test errors and
+    pytest reports collection errors): such bugs are easy and form their own class. ``details`` holds, per
+    failing test of the first run, the exception type, message and trimmed failure text (with
+    ``details=True``); ``signature`` is the failing tests and exception types, for deduplication.
+    """
 
     ok: bool
     reason: str = ""
@@ -41,6 +52,16 @@ class Validation:
     runs: int = 0
     seconds: float = 0.0
     failure_output: str = ""
+    crash: bool = False
+    details: dict[str, dict[str, str]] = field(default_factory=dict)
+    test_runs: int = 0
+
+    @property
+    def signature(self) -> str:
+        """A digest of the failing tests and their exception types (equal bugs have equal signatures)."""
+        blob = json.dumps([sorted(self.fail_to_pass),
+                           sorted({d.get("exc_type", "") for d in self.details.values()})])
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def bug_changes(repo: PreparedRepo, edits: list[Edit]) -> list[Change]:
@@ -77,6 +98,17 @@ def baseline(repo: PreparedRepo, timeout: float = 600) -> dict[str, str]:
     return out
 
 
+_TEMPLATES: dict[str, Template] = {}
+
+
+def pristine_template(repo: PreparedRepo) -> Template:
+    """The snapshot itself as a :class:`Template` (its manifest computed once per process)."""
+    key = str(repo.tree)
+    if key not in _TEMPLATES:
+        _TEMPLATES[key] = Template(repo.tree, _manifest(repo.tree))
+    return _TEMPLATES[key]
+
+
 class Scratch:
     """A throwaway workspace under $FROG_GYM_HOME/work, removed on exit."""
 
@@ -92,63 +124,112 @@ class Scratch:
 
 
 def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str] | None = None, runs: int = 3,
-             max_fail_to_pass: int | None = None, min_pass_to_pass: int = 5, timeout: float = 600) -> Validation:
+             max_fail_to_pass: int | None = None, min_pass_to_pass: int = 5, timeout: float = 600,
+             base: Template | None = None, workspace: Workspace | None = None, details: bool = False,
+             gold_cache: dict[tuple[str, ...], bool] | None = None, test_args: tuple[str, ...] = ()) -> Validation:
     """Validate a bug (``changes`` from pristine to buggy) against the candidate tests.
 
     Args:
         candidates: tests to run (default: every test that passes on the pristine tree). Coverage
             targeting passes only the tests that execute the mutated lines.
         runs: how many times the buggy tree is tested; results must agree.
-        max_fail_to_pass: refuse bugs that break more tests than this (too easy to localize).
+        max_fail_to_pass: refuse bugs that break more tests than this (too easy to localize); checked
+            after the first run, so such bugs cost one run. Import crashes are exempt (see ``crash``).
         min_pass_to_pass: below this many passing candidates, PASS_TO_PASS also takes the other tests of
-            the failing tests' files (each checked to pass with the bug).
+            the failing tests' files (each checked to pass with the bug), and for a crash, tests of other files.
+        base: the pristine tree to work from (default: the snapshot; generators pass their warmed copy).
+        workspace: a reusable scratch workspace (default: a throwaway one); it is synced, never trusted.
+        details: record failure details of the first run (for problem statements).
+        gold_cache: the gold-fix results of earlier calls by selected test set, shared across calls.
+        test_args: more pytest arguments for every run (generators bound the per-test timeout).
     """
     start = time.monotonic()
-    base = baseline(repo)
+    base = base or pristine_template(repo)
+    passing_all = [t for t, s in baseline(repo).items() if TestStatus(s).ok]
     flaky_known = set(repo.spec.measured.get("flaky", []))
-    passing = [t for t, s in base.items() if TestStatus(s).ok and t not in flaky_known]
-    ids = [t for t in (candidates if candidates is not None else passing) if t in set(passing)]
+    passing = [t for t in passing_all if t not in flaky_known]
+    passing_set = set(passing)
+    ids = [t for t in (candidates if candidates is not None else passing) if t in passing_set]
     if not ids:
         return Validation(False, "no passing test covers the site", seconds=time.monotonic() - start)
-    bug_patch, _ = patches(changes)
-    template = template_for(repo, bug_patch, f"a candidate bug of {repo.spec.name}")
-    results: list[dict[str, TestStatus]] = []
-    output = ""
-    with Scratch() as ws:
-        for i in range(runs):
-            ws.sync(template)
-            statuses, code, note, infra = run_selected(repo, ws.path, tuple(ids), timeout)
-            if infra:
-                return Validation(False, f"infrastructure failure: {infra}", runs=i + 1,
-                                  seconds=time.monotonic() - start)
-            results.append(statuses)
-            output = output or note
-            if i == 0 and all(s.ok for s in statuses.values()):
-                return Validation(False, "no test fails with the bug", runs=1, seconds=time.monotonic() - start)
+    with _workspace(workspace) as ws:
+        count = 0
+
+        def run(selected: tuple[str, ...], buggy: bool, want_details: bool = False):
+            nonlocal count
+            count += 1
+            ws.sync(base)
+            if buggy:
+                write_changes(ws.path, changes)
+            return run_tests(repo, ws.path, selected, timeout, details=want_details, args=test_args)
+
+        def result(ok: bool, reason: str = "", **kw) -> Validation:
+            return Validation(ok, reason, runs=kw.pop("runs", len(results)), seconds=time.monotonic() - start,
+                              test_runs=count, **kw)
+
+        results: list[dict[str, TestStatus]] = []
+        first = run(tuple(ids), True, details)
+        if first.infra_failure:
+            return result(False, f"infrastructure failure: {first.infra_failure}", runs=1)
+        results.append(first.statuses)
+        failing = [t for t in ids if not first.statuses[t].ok]
+        if not failing:
+            return result(False, "no test fails with the bug")
+        crash = bool(first.collect_errors) and len(failing) == len(ids) and not any(
+            s is TestStatus.FAILED for s in first.statuses.values())
+        if max_fail_to_pass is not None and not crash and len(failing) > max_fail_to_pass:
+            return result(False, f"the bug breaks {len(failing)} tests (limit {max_fail_to_pass})")
+        for i in range(1, runs):
+            r = run(tuple(ids), True)
+            if r.infra_failure:
+                return result(False, f"infrastructure failure: {r.infra_failure}", runs=i + 1)
+            results.append(r.statuses)
         flaky = sorted(t for t in ids if len({r[t].ok for r in results}) > 1)
         f2p = [t for t in ids if t not in flaky and not results[0][t].ok]
         if not f2p:
-            return Validation(False, "the failures do not repeat across runs", flaky=flaky, runs=runs,
-                              seconds=time.monotonic() - start)
-        if max_fail_to_pass is not None and len(f2p) > max_fail_to_pass:
-            return Validation(False, f"the bug breaks {len(f2p)} tests (limit {max_fail_to_pass})",
-                              runs=runs, seconds=time.monotonic() - start)
+            return result(False, "the failures do not repeat across runs", flaky=flaky)
         p2p = [t for t in ids if t not in flaky and t not in f2p]
-        if len(p2p) < min_pass_to_pass:  # widen to the other tests of the failing tests' files, checked on the bug
+        if len(p2p) < min_pass_to_pass:  # widen, checked on the bug
             files = set(test_files_of(tuple(f2p)))
-            extra = tuple(t for t in passing if t.split("::", 1)[0] in files and t not in set(ids))
+            chosen = set(ids)
+            extra = [t for t in passing if t.split("::", 1)[0] in files and t not in chosen]
+            if crash or not extra:
+                others = [t for t in passing if t.split("::", 1)[0] not in files and t not in chosen]
+                extra += others[:: max(1, len(others) // 50)][:50]
             if extra:
-                ws.sync(template)
-                statuses, code, note, infra = run_selected(repo, ws.path, extra, timeout)
-                p2p += [t for t in extra if not infra and statuses[t].ok]
+                r = run(tuple(extra), True)
+                p2p += [t for t in extra if not r.infra_failure and r.statuses[t].ok]
         if not p2p:
-            return Validation(False, "PASS_TO_PASS would be empty", fail_to_pass=f2p, flaky=flaky, runs=runs,
-                              seconds=time.monotonic() - start)
-        ws.sync(template)
-        write_changes(ws.path, [Change(c.path, c.new, c.old) for c in changes])
-        statuses, code, note, infra = run_selected(repo, ws.path, tuple(f2p + p2p), timeout)
-        if infra or not all(s.ok for s in statuses.values()):
-            bad = [t for t, s in statuses.items() if not s.ok][:5]
-            return Validation(False, f"the gold fix does not pass every selected test ({infra or bad})",
-                              fail_to_pass=f2p, runs=runs, seconds=time.monotonic() - start)
-    return Validation(True, "", f2p, p2p, flaky, runs, time.monotonic() - start, output)
+            return result(False, "PASS_TO_PASS would be empty", fail_to_pass=f2p, flaky=flaky)
+        selected = tuple(f2p + p2p)
+        key = tuple(sorted(selected))
+        gold_ok = gold_cache.get(key) if gold_cache is not None else None
+        bad: object = None
+        if gold_ok is None:
+            r = run(selected, False)
+            gold_ok = not r.infra_failure and all(s.ok for s in r.statuses.values())
+            bad = r.infra_failure or [t for t, s in r.statuses.items() if not s.ok][:5]
+            if gold_cache is not None and not r.infra_failure:
+                gold_cache[key] = gold_ok
+        if not gold_ok:
+            return result(False, f"the gold fix does not pass every selected test ({bad or 'cached'})",
+                          fail_to_pass=f2p, flaky=flaky)
+    keep = {t: first.details[t] for t in f2p if t in first.details}
+    if crash:
+        keep.update({k: v for k, v in first.details.items() if k in first.collect_errors})
+    return result(True, "", fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky, failure_output=first.note,
+                  crash=crash, details=keep)
+
+
+class _workspace:
+    """The caller's workspace, or a throwaway :class:`Scratch` one."""
+
+    def __init__(self, ws: Workspace | None):
+        self.ws, self.scratch = ws, None if ws is not None else Scratch()
+
+    def __enter__(self) -> Workspace:
+        return self.ws if self.ws is not None else self.scratch.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.scratch is not None:
+            self.scratch.__exit__(*exc)

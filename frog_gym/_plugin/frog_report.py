@@ -4,6 +4,10 @@ Loaded with ``-p frog_report`` from a read-only folder outside the workspace. It
 ids from ``$FROG_SELECT`` (JSON list) and writes ``$FROG_REPORT`` (JSON) at the end of the session, into a
 folder that exists only during grading. Deselecting here, rather than passing ids on the command line,
 keeps parametrized ids with odd characters exact.
+
+With ``FROG_DETAILS=1`` the report also gets a ``"details"`` key: for each failed or errored test (and
+each collection error), the exception type, its one-line message and the failure text pytest prints
+(``longrepr``), trimmed. The ``"tests"`` key keeps its format, so older readers are unaffected.
 """
 
 import json
@@ -12,6 +16,17 @@ import os
 _selected = None
 _phases = {}
 _collect_errors = []
+_details = {}
+_DETAIL_CHARS = 6000
+
+
+def _detail(report, exc_type):
+    text = str(report.longrepr or "")
+    if len(text) > _DETAIL_CHARS:
+        text = "[...]\n" + text[-_DETAIL_CHARS:]
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", "") or (text.strip().splitlines() or [""])[-1]
+    return {"when": report.when, "exc_type": exc_type or "", "message": message[:500], "longrepr": text}
 
 
 def pytest_configure(config):
@@ -35,6 +50,31 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_collectreport(report):
     if report.failed:
         _collect_errors.append(report.nodeid)
+        if os.environ.get("FROG_DETAILS"):
+            _details.setdefault(report.nodeid, _detail(report, _exc_type_of(report)))
+
+
+def _exc_type_of(report):
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", "") or ""
+    head = message.split(":", 1)[0].strip()
+    return head if head.replace(".", "").replace("_", "").isalnum() else ""
+
+
+try:
+    import pytest as _pytest
+
+    @_pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(item, call):
+        outcome = yield
+        if not os.environ.get("FROG_DETAILS"):
+            return
+        report = outcome.get_result()
+        if report.failed and item.nodeid not in _details:
+            exc = call.excinfo.typename if call.excinfo is not None else _exc_type_of(report)
+            _details[item.nodeid] = _detail(report, exc)
+except ImportError:  # pragma: no cover (the plugin only loads inside pytest)
+    pass
 
 
 def pytest_runtest_logreport(report):
@@ -67,5 +107,8 @@ def pytest_sessionfinish(session, exitstatus):
     tests = {nodeid: _status(p) for nodeid, p in _phases.items()}
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"exitstatus": int(exitstatus), "tests": tests, "collect_errors": _collect_errors}, f)
+        out = {"exitstatus": int(exitstatus), "tests": tests, "collect_errors": _collect_errors}
+        if os.environ.get("FROG_DETAILS"):
+            out["details"] = _details
+        json.dump(out, f)
     os.replace(tmp, path)

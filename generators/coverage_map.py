@@ -1,0 +1,190 @@
+"""Targeting: which tests execute which lines, so that a candidate bug runs only the tests that reach it.
+
+Once per repository venv, the whole suite runs once in the sandbox under coverage.py, each test in its
+own dynamic context named by its pytest node id (plugin ``frog_gym/_plugin/frog_coverage.py``; coverage
+is bound read-only into the sandbox and put on ``PYTHONPATH``, so the repository's venv stays as it is).
+Only the spec's mutable paths are measured. The result, ``(file, line) -> sorted test ids``, is cached as
+JSON under ``$FROG_GYM_HOME/coverage/`` by venv key.
+
+The same run warms the *generation tree*, a private copy of the snapshot whose modules are precompiled
+with hash-checked invalidation (an edited file always recompiles, whatever its timestamp) and whose test
+modules carry pytest's rewritten bytecode; validating a candidate there costs less than half as much.
+
+Example:
+    >>> cmap = CoverageMap(("t.py::a", "t.py::b"), {"t.py::a": "PASSED", "t.py::b": "PASSED"},
+    ...                    {"m.py": {3: (0,), 4: (0, 1)}})
+    >>> cmap.covering("m.py", [3, 4])
+    ['t.py::a', 't.py::b']
+    >>> sorted(cmap.covered_lines("m.py"))
+    [3, 4]
+"""
+
+from __future__ import annotations
+
+import compileall
+import fnmatch
+import json
+import os
+import py_compile
+import shutil
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import coverage
+
+from frog_gym import paths
+from frog_gym.grading import TestStatus, run_tests
+from frog_gym.sandbox.base import Limits
+from frog_gym.snapshot import TESTBED, PreparedRepo, venv_key
+from frog_gym.workspace import Template, _manifest
+
+_DONE = ".frog-complete"
+
+
+@dataclass(frozen=True)
+class CoverageMap:
+    """Tests of one suite run and the lines each executed (as indices into ``tests``)."""
+
+    tests: tuple[str, ...]
+    statuses: dict[str, str]
+    lines: dict[str, dict[int, tuple[int, ...]]]
+    seconds: float = 0.0
+
+    def covering(self, path: str, lines: Iterable[int]) -> list[str]:
+        """Sorted ids of the tests that execute any of ``lines`` of ``path``."""
+        by_line = self.lines.get(path, {})
+        found = {i for n in lines for i in by_line.get(n, ())}
+        return sorted(self.tests[i] for i in found)
+
+    def covered_lines(self, path: str) -> set[int]:
+        """Lines of ``path`` that at least one test executes."""
+        return set(self.lines.get(path, {}))
+
+    def passing(self) -> set[str]:
+        return {t for t, s in self.statuses.items() if TestStatus(s).ok}
+
+    def to_json(self) -> str:
+        return json.dumps({"tests": list(self.tests), "statuses": self.statuses, "seconds": self.seconds,
+                           "lines": {f: {str(n): list(ix) for n, ix in sorted(ls.items())}
+                                     for f, ls in sorted(self.lines.items())}})
+
+    @classmethod
+    def from_json(cls, text: str) -> CoverageMap:
+        d = json.loads(text)
+        return cls(tuple(d["tests"]), d["statuses"],
+                   {f: {int(n): tuple(ix) for n, ix in ls.items()} for f, ls in d["lines"].items()},
+                   d.get("seconds", 0.0))
+
+
+def mutable_files(repo: PreparedRepo, tree: Path | None = None) -> list[str]:
+    """Python files generators may mutate: under ``generate.mutable``, minus ``exclude`` and test files."""
+    spec, root = repo.spec, tree or repo.tree
+    roots = spec.mutable or spec.install.import_paths
+    out: set[str] = set()
+    for r in roots:
+        p = root / r
+        files = [p] if p.is_file() else sorted(p.rglob("*.py")) if p.is_dir() else []
+        for f in files:
+            rel = f.relative_to(root).as_posix()
+            if "__pycache__" in rel or not rel.endswith(".py") or spec.tests.is_test_file(rel):
+                continue
+            if any(fnmatch.fnmatchcase(rel, pat) for pat in spec.exclude):
+                continue
+            out.add(rel)
+    return sorted(out)
+
+
+def gen_dir(repo: PreparedRepo) -> Path:
+    """The generator's private folder for one repository venv (generation tree, logs, rejections)."""
+    d = paths.home() / "gen" / f"{repo.spec.name}-{venv_key(repo.spec)}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _compile_tree(tree: Path) -> None:
+    """Precompile every module with checked-hash bytecode, so edits can never run stale code."""
+    compileall.compile_dir(str(tree), quiet=2, workers=1,
+                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+
+
+def _coverage_binds() -> tuple[tuple[Path, str, bool], ...]:
+    return ((Path(coverage.__file__).parent, "/frog/cov/coverage", False),)
+
+
+def _read_data(data_file: Path, tests: tuple[str, ...], files: list[str]) -> dict[str, dict[int, tuple[int, ...]]]:
+    index = {t: i for i, t in enumerate(tests)}
+    data = coverage.CoverageData(basename=str(data_file))
+    data.read()
+    wanted = set(files)
+    lines: dict[str, dict[int, tuple[int, ...]]] = {}
+    for measured in data.measured_files():
+        if not measured.startswith(TESTBED + "/"):
+            continue
+        rel = measured[len(TESTBED) + 1:]
+        if rel not in wanted:
+            continue
+        by_line: dict[int, tuple[int, ...]] = {}
+        for n, contexts in data.contexts_by_lineno(measured).items():
+            ix = sorted({index[c] for c in contexts if c in index})
+            if ix:
+                by_line[n] = tuple(ix)
+        if by_line:
+            lines[rel] = by_line
+    return lines
+
+
+def build(repo: PreparedRepo, *, timeout: float | None = None, refresh: bool = False) -> tuple[CoverageMap, Template]:
+    """The repository's coverage map and its warmed generation tree, each made once per venv key.
+
+    The coverage run also records the suite's statuses; when no baseline is cached yet it becomes the
+    baseline that :func:`frog_gym.generators.validate.baseline` reads (one suite run per repository, not two).
+    """
+    d = gen_dir(repo)
+    cache = paths.home() / "coverage" / f"{repo.spec.name}-{venv_key(repo.spec)}.json"
+    tree, man = d / "tree", d / "tree.manifest.json"
+    if not refresh and cache.exists() and man.exists():
+        return CoverageMap.from_json(cache.read_text()), Template(tree, json.loads(man.read_text()))
+    from filelock import FileLock
+
+    with FileLock(str(d / "build.lock")):
+        if not refresh and cache.exists() and man.exists():
+            return CoverageMap.from_json(cache.read_text()), Template(tree, json.loads(man.read_text()))
+        shutil.rmtree(tree, ignore_errors=True)
+        shutil.copytree(repo.tree, tree, symlinks=True, ignore=shutil.ignore_patterns(_DONE, "__pycache__"))
+        _compile_tree(tree)
+        files = mutable_files(repo, tree)
+        include = [f"{TESTBED}/{f}" for f in files]
+        out = d / "cov-out"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        budget = float(timeout or max(600, 4 * repo.spec.tests.suite_budget))
+        env = {"PYTHONPATH": "/frog/cov", "FROG_COVERAGE": "/frog/out/coverage.sqlite",
+               "FROG_COVERAGE_INCLUDE": json.dumps(include), "PYTHONDONTWRITEBYTECODE": ""}
+        start = time.monotonic()
+        r = run_tests(repo, tree, None, budget, Limits(command_timeout=budget, output_cap=8192,
+                                                       cpu_seconds=int(budget) + 60),
+                      env=env, binds=_coverage_binds(), out_dir=out, plugins=("frog_coverage",))
+        seconds = time.monotonic() - start
+        if r.infra_failure or not r.statuses:
+            raise RuntimeError(f"the coverage run of '{repo.spec.name}' failed: {r.infra_failure or r.note}")
+        tests = tuple(sorted(r.statuses))
+        statuses = {t: r.statuses[t].value for t in tests}
+        cmap = CoverageMap(tests, statuses, _read_data(out / "coverage.sqlite", tests, files), round(seconds, 1))
+        baseline = paths.home() / "baselines" / f"{repo.spec.name}-{venv_key(repo.spec)}.json"
+        if not baseline.exists():
+            baseline.parent.mkdir(exist_ok=True)
+            _atomic_write(baseline, json.dumps(statuses))
+        shutil.rmtree(out, ignore_errors=True)
+        template = Template(tree, _manifest(tree))
+        _atomic_write(man, json.dumps(template.manifest))
+        cache.parent.mkdir(exist_ok=True)
+        _atomic_write(cache, cmap.to_json())
+        return cmap, template
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

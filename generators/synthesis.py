@@ -1,0 +1,634 @@
+"""Task synthesis: mutate covered code, validate each candidate on the tests that reach it, write tasks.
+
+For one repository: build the coverage map (once per venv), list every mutation of a covered line in the
+spec's mutable files, order them with a seeded generator (balanced across operator families, spread over
+functions), and validate them in that order on a process pool, each against only the tests that cover its
+site. Accepted bugs are deduplicated (same site and same failure signature), given a problem statement and
+difficulty features, and appended to ``registry/tasks/<repo>.jsonl`` one line at a time, in candidate
+order, so that a seed always yields the same tasks and an interrupted run resumes where it stopped
+(accepted ids are in the task file; rejected candidates in ``$FROG_GYM_HOME/gen/<repo>-<venv>/``).
+Then 2-3 accepted bugs of the same package are combined into harder tasks and validated again as one.
+
+Instance ids are ``<repo>__<family>-<sha8>`` (``<repo>__combo<k>-<sha8>`` for combined bugs), the digest
+taken over the seed and the sites.
+
+Example (what ``frog-gym generate toolz --max-tasks 40 --seed 0`` runs):
+    >>> from frog_gym.spec import load_repo
+    >>> summary = generate(load_repo("toolz"), GenerateConfig(max_tasks=40, seed=0))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import random
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from frog_gym import paths
+from frog_gym.generators import coverage_map, statements
+from frog_gym.generators.operators import enclosing_function, find_mutations
+from frog_gym.generators.validate import Validation, patches, validate
+from frog_gym.snapshot import PreparedRepo, prepare
+from frog_gym.spec import RepoSpec
+from frog_gym.task import Task
+from frog_gym.workspace import Change, Template, Workspace
+
+GENERATOR = "frog-gym/mutation-v1"
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """Settings of one generation run (per repository)."""
+
+    max_tasks: int = 60
+    """Tasks to have for each repository when done (hand-written ones not counted), combined ones included."""
+    seed: int = 0
+    """Seeds the candidate order and the combinations; with it, the same tasks come out."""
+    workers: int = 2
+    """Processes validating candidates at once."""
+    combined_fraction: float = 0.2
+    """Share of ``max_tasks`` made by combining 2-3 validated bugs of one package."""
+    runs: int = 3
+    """Runs of the buggy tree per candidate; every run must agree."""
+    max_fail_to_pass: int = 40
+    """Bugs that break more tests than this are refused (too easy), import crashes apart."""
+    max_candidate_tests: int = 150
+    """At most this many covering tests run per candidate (a seeded sample when more cover it)."""
+    crash_fraction: float = 0.05
+    """At most this share of a repository's tasks may be import crashes."""
+    per_function: int = 3
+    """At most this many single-bug tasks in one function."""
+    test_timeout: int = 15
+    """Per-test timeout during validation (a mutant that loops must not stall the run)."""
+    max_attempts_factor: int = 8
+    """Give up on a repository after ``max_attempts_factor * max_tasks`` candidates."""
+    statement_writer: str | None = None
+    """``module:function`` of a user statement writer; off by default."""
+    families: tuple[str, ...] | None = None
+    """Operator families to use (default: all)."""
+    tasks_dir: str | None = None
+    """Where the ``<repo>.jsonl`` files are (default: the registry's task folder)."""
+
+    def __post_init__(self) -> None:
+        if self.max_tasks < 0:
+            raise ValueError(f"max_tasks must be >= 0, got {self.max_tasks}")
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}; use 1 to validate in this process")
+        if not 0 <= self.combined_fraction < 1:
+            raise ValueError(f"combined_fraction must be in [0, 1), got {self.combined_fraction}")
+
+
+@dataclass(frozen=True)
+class Site:
+    """One mutation in one file, with what it needs for validation and features."""
+
+    path: str
+    start: int
+    end: int
+    replacement: str
+    lineno: int
+    end_lineno: int
+    family: str
+    description: str
+    function: str
+    function_lines: int
+    module: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.path}:{self.start}:{self.end}:{self.replacement}"
+
+
+@dataclass
+class Candidate:
+    iid: str
+    sites: list[Site]
+    tests: list[str]
+
+
+@dataclass
+class Summary:
+    repo: str
+    accepted: int = 0
+    combined: int = 0
+    tried: int = 0
+    rejected: Counter = field(default_factory=Counter)
+    by_family: dict[str, list[int]] = field(default_factory=dict)
+    test_runs: int = 0
+    seconds: float = 0.0
+    existing: int = 0
+
+
+def tasks_path(spec: RepoSpec, cfg: GenerateConfig) -> Path:
+    if cfg.tasks_dir:
+        return Path(cfg.tasks_dir) / f"{spec.name}.jsonl"
+    from importlib import resources
+
+    with resources.as_file(resources.files("frog_gym.registry").joinpath("tasks")) as d:
+        return Path(d) / f"{spec.name}.jsonl"
+
+
+def _sha8(*parts: object) -> str:
+    return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:8]
+
+
+def module_name(spec: RepoSpec, path: str) -> str:
+    """Dotted module name of a source path, relative to the spec's import paths.
+
+    >>> from frog_gym.spec import load_repo
+    >>> module_name(load_repo("cachetools"), "src/cachetools/keys.py")
+    'cachetools.keys'
+    """
+    p = path[:-3] if path.endswith(".py") else path
+    for root in sorted(spec.install.import_paths, key=len, reverse=True):
+        r = os.path.normpath(root)
+        if r == ".":
+            break
+        if p.startswith(r + "/"):
+            p = p[len(r) + 1:]
+            break
+    parts = p.split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+# ---- candidates ----------------------------------------------------------------------------------
+
+
+def all_sites(repo: PreparedRepo, cmap: coverage_map.CoverageMap, families: tuple[str, ...] | None) -> list[Site]:
+    """Every mutation of a covered line (or of the ``def`` line of a covered function) in the mutable files."""
+    out: list[Site] = []
+    for path in coverage_map.mutable_files(repo):
+        covered = cmap.covered_lines(path)
+        if not covered:
+            continue
+        try:
+            source = (repo.tree / path).read_text(encoding="utf-8")
+            tree = ast.parse(source)
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        lines = set(covered)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    n in covered for n in range(node.lineno, (node.end_lineno or node.lineno) + 1)):
+                lines.update(range(node.lineno, node.body[0].lineno))
+        try:
+            found = find_mutations(source, families=families, lines=lines)
+        except (SyntaxError, RecursionError, ValueError):
+            continue
+        mod = module_name(repo.spec, path)
+        for m in found:
+            func = enclosing_function(tree, m.lineno)
+            name, lo, hi = func if func else ("", m.lineno, m.end_lineno)
+            out.append(Site(path, m.start, m.end, m.replacement, m.lineno, m.end_lineno, m.family,
+                            m.description, name, hi - lo + 1, mod))
+    return out
+
+
+def covering_tests(cmap: coverage_map.CoverageMap, site: Site, repo: PreparedRepo) -> list[str]:
+    tests = cmap.covering(site.path, range(site.lineno, site.end_lineno + 1))
+    if not tests and site.function:
+        tree = ast.parse((repo.tree / site.path).read_text(encoding="utf-8"))
+        func = enclosing_function(tree, site.lineno)
+        if func:
+            tests = cmap.covering(site.path, range(func[1], func[2] + 1))
+    return tests
+
+
+def order_sites(sites: list[Site], rng: random.Random) -> list[Site]:
+    """A seeded order: each draw picks a family uniformly, then the candidate of that family whose
+    function has been drawn least (ties broken at random), so early candidates spread over code."""
+    pools: dict[str, list[Site]] = {}
+    for s in sites:
+        pools.setdefault(s.family, []).append(s)
+    for fam in sorted(pools):
+        rng.shuffle(pools[fam])
+    used: Counter = Counter()
+    out: list[Site] = []
+    while pools:
+        fam = rng.choice(sorted(pools))
+        pool = pools[fam]
+        window = pool[:25]
+        best = min(range(len(window)), key=lambda i: used[(window[i].path, window[i].function)])
+        s = pool.pop(best)
+        used[(s.path, s.function)] += 1
+        out.append(s)
+        if not pool:
+            del pools[fam]
+    return out
+
+
+def _sample_tests(tests: list[str], cmap: coverage_map.CoverageMap, passing: set[str], cfg: GenerateConfig,
+                  key: str) -> list[str]:
+    tests = [t for t in tests if t in passing]
+    if len(tests) > cfg.max_candidate_tests:
+        rng = random.Random(f"{cfg.seed}:{key}")
+        tests = sorted(rng.sample(tests, cfg.max_candidate_tests))
+    if tests:  # the same files are collected anyway: a few of their other tests are nearly free P2P
+        files = {t.split("::", 1)[0] for t in tests}
+        have = set(tests)
+        extra = [t for t in cmap.tests if t in passing and t.split("::", 1)[0] in files and t not in have]
+        tests = sorted(tests + extra[:: max(1, len(extra) // 20)][:20])
+    return tests
+
+
+# ---- validation in worker processes --------------------------------------------------------------
+
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_state(spec: RepoSpec) -> tuple[PreparedRepo, Template, Workspace, dict]:
+    key = spec.name + spec.source.key
+    if _WORKER.get("key") != key:
+        repo = prepare(spec)
+        _, template = coverage_map.build(repo)
+        ws = Workspace(paths.home() / "work" / f"gen-{os.getpid()}-{spec.name}")
+        ws.remove()
+        _WORKER.update(key=key, state=(repo, template, ws, {}))
+    return _WORKER["state"]
+
+
+def bug_changes_of(repo: PreparedRepo, sites: list[Site]) -> list[Change]:
+    """Pristine -> buggy changes of non-overlapping sites (applied from the end of each file backwards)."""
+    by_path: dict[str, list[Site]] = {}
+    for s in sites:
+        by_path.setdefault(s.path, []).append(s)
+    out = []
+    for path, group in sorted(by_path.items()):
+        old = (repo.tree / path).read_text(encoding="utf-8")
+        new = old
+        for s in sorted(group, key=lambda s: s.start, reverse=True):
+            new = new[:s.start] + s.replacement + new[s.end:]
+        out.append(Change(path, old.encode("utf-8"), new.encode("utf-8")))
+    return out
+
+
+def validate_candidate(spec: RepoSpec, sites: list[Site], tests: list[str], cfg: GenerateConfig) -> Validation:
+    """Validate one candidate in this process's workspace (the process pool's unit of work)."""
+    repo, template, ws, gold = _worker_state(spec)
+    changes = bug_changes_of(repo, sites)
+    budget = float(min(300, max(60, 3 * spec.tests.suite_budget)))
+    return validate(repo, changes, candidates=tests, runs=cfg.runs,
+                    max_fail_to_pass=cfg.max_fail_to_pass * len(sites), timeout=budget, base=template,
+                    workspace=ws, details=True, gold_cache=gold, test_args=(f"--timeout={cfg.test_timeout}",))
+
+
+# ---- task records ---------------------------------------------------------------------------------
+
+
+def _imports_module(text: str, module: str) -> bool:
+    parent, _, last = module.rpartition(".")
+    pats = [rf"^\s*import\s+{re.escape(module)}\b", rf"^\s*from\s+{re.escape(module)}\s+import\b"]
+    if parent:
+        pats.append(rf"^\s*from\s+{re.escape(parent)}\s+import\s+[^#\n]*\b{re.escape(last)}\b")
+    return any(re.search(p, text, re.M) for p in pats)
+
+
+def features_of(repo: PreparedRepo, sites: list[Site], v: Validation, level: str) -> dict[str, Any]:
+    """Difficulty features: what was mutated, how much breaks, and how far the tests are from the bug."""
+    files = sorted({s.path for s in sites})
+    test_files = sorted({t.split("::", 1)[0] for t in v.fail_to_pass})
+    direct = 0
+    for tf in test_files:
+        try:
+            text = (repo.tree / tf).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        direct += any(_imports_module(text, s.module) for s in sites)
+    return {
+        "family": sites[0].family if len(sites) == 1 else "+".join(sorted({s.family for s in sites})),
+        "families": sorted({s.family for s in sites}),
+        "n_sites": len(sites),
+        "files_touched": len(files),
+        "fail_to_pass": len(v.fail_to_pass),
+        "pass_to_pass": len(v.pass_to_pass),
+        "statement_level": level,
+        "function_lines": max(s.function_lines for s in sites),
+        "test_files": len(test_files),
+        "direct_import": direct / len(test_files) if test_files else 0.0,
+        "crash": v.crash,
+    }
+
+
+def _failures(v: Validation) -> list[statements.Failure]:
+    out = []
+    for t in v.fail_to_pass + [k for k in v.details if k not in v.fail_to_pass]:
+        d = v.details.get(t, {})
+        out.append(statements.Failure(t, d.get("exc_type", ""), d.get("message", ""), d.get("longrepr", "")))
+    return out
+
+
+def make_task(repo: PreparedRepo, cand: Candidate, v: Validation, cfg: GenerateConfig,
+              writer: Callable[[dict], str] | None) -> Task:
+    spec = repo.spec
+    level = statements.level_for(cand.iid)
+    failures = _failures(v) or [statements.Failure(t, "", "", "") for t in v.fail_to_pass]
+    fn = statements.entry_function(failures, spec.tests.is_test_file)
+    if not fn and len(cand.sites) == 1:
+        own = cand.sites[0].function.split(".")[-1]
+        fn = own if own and not own.startswith("_") and "<" not in own else ""
+    mods = list(dict.fromkeys(s.module for s in cand.sites))
+    ctx = statements.StatementContext(spec.name, mods[0], fn, failures, v.crash, len(cand.sites), mods[1:])
+    text = statements.write(ctx, level, writer)
+    bug_patch, gold = patches(bug_changes_of(repo, cand.sites))
+    return Task(
+        instance_id=cand.iid, repo=spec.name, version=spec.source.version or spec.source.commit[:12],
+        base_commit=spec.source.key, patch=gold, problem_statement=text, FAIL_TO_PASS=tuple(v.fail_to_pass),
+        PASS_TO_PASS=tuple(v.pass_to_pass), bug_patch=bug_patch, statement_level=level,
+        provenance={"generator": GENERATOR, "seed": cfg.seed, "sites": [asdict(s) for s in cand.sites],
+                    "candidate_tests": len(cand.tests), "statement_writer": cfg.statement_writer or "builtin"},
+        features=features_of(repo, cand.sites, v, level),
+        validation={"runs": v.runs, "test_runs": v.test_runs, "seconds": round(v.seconds, 2),
+                    "flaky": v.flaky, "signature": v.signature, "targeted": True},
+    )
+
+
+def append_task(path: Path, task: Task) -> None:
+    """Append one record to a JSONL file atomically (one write under a lock, newline-terminated)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = task.to_json() + "\n"
+    with FileLock(str(paths.home() / "locks" / f"tasks-{path.name}.lock")):
+        with open(path, "ab") as f:
+            if f.tell() > 0:
+                with open(path, "rb") as r:
+                    r.seek(-1, os.SEEK_END)
+                    if r.read(1) != b"\n":
+                        line = "\n" + line
+            f.write(line.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def read_existing(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# ---- the run --------------------------------------------------------------------------------------
+
+
+class _Pool:
+    """A process pool, or inline calls for ``workers=1`` (tests, debugging)."""
+
+    def __init__(self, workers: int):
+        self.ex = ProcessPoolExecutor(workers) if workers > 1 else None
+
+    def submit(self, fn: Callable, *args: Any) -> Future:
+        if self.ex is not None:
+            return self.ex.submit(fn, *args)
+        f: Future = Future()
+        try:
+            f.set_result(fn(*args))
+        except Exception as e:  # noqa: BLE001 (surfaced by result())
+            f.set_exception(e)
+        return f
+
+    def close(self) -> None:
+        if self.ex is not None:
+            self.ex.shutdown(cancel_futures=True)
+
+
+def _ordered(pool: _Pool, spec: RepoSpec, cands: Iterator[Candidate], cfg: GenerateConfig,
+             window: int) -> Iterator[tuple[Candidate, Validation]]:
+    """Validate candidates with ``window`` in flight, yielding results in candidate order."""
+    pending: list[tuple[Candidate, Future]] = []
+    it = iter(cands)
+    exhausted = False
+    while True:
+        while not exhausted and len(pending) < window:
+            c = next(it, None)
+            if c is None:
+                exhausted = True
+                break
+            pending.append((c, pool.submit(validate_candidate, spec, c.sites, c.tests, cfg)))
+        if not pending:
+            return
+        c, fut = pending.pop(0)
+        try:
+            v = fut.result()
+        except Exception as e:  # noqa: BLE001 (one broken candidate must not stop the run)
+            v = Validation(False, f"validation raised {type(e).__name__}: {e}")
+        yield c, v
+
+
+class _Rejections:
+    """Candidates already refused for this seed, so a resumed run does not test them again."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.seen: dict[str, str] = {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    d = json.loads(line)
+                    self.seen[d["id"]] = d["reason"]
+                except (ValueError, KeyError):
+                    continue
+
+    def add(self, iid: str, reason: str, family: str) -> None:
+        self.seen[iid] = reason
+        with open(self.path, "a") as f:
+            f.write(json.dumps({"id": iid, "reason": reason, "family": family}) + "\n")
+
+
+def _reason_class(reason: str) -> str:
+    for key in ("no test fails", "breaks", "do not repeat", "gold fix", "PASS_TO_PASS", "no passing test",
+                "infrastructure", "raised", "duplicate", "crash", "per function"):
+        if key in reason:
+            return key
+    return reason[:40]
+
+
+def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Callable[[str], None] = print
+             ) -> Summary:
+    """Generate tasks for one repository until it has ``cfg.max_tasks`` of them (see the module docstring)."""
+    start = time.monotonic()
+    summary = Summary(spec.name)
+    out = tasks_path(spec, cfg)
+    existing = read_existing(out)
+    generated = [d for d in existing if d.get("provenance", {}).get("generator") == GENERATOR]
+    summary.existing = len(generated)
+    n_combo = round(cfg.max_tasks * cfg.combined_fraction)
+    have_single = [d for d in generated if len(d["provenance"]["sites"]) == 1]
+    have_combo = [d for d in generated if len(d["provenance"]["sites"]) > 1]
+    want_single = max(0, cfg.max_tasks - n_combo - len(have_single))
+    want_combo = max(0, n_combo - len(have_combo))
+    if want_single == 0 and want_combo == 0:
+        return summary
+    repo = prepare(spec)
+    cmap, _ = coverage_map.build(repo)
+    passing = cmap.passing()
+    from frog_gym.generators.validate import baseline
+
+    passing &= {t for t, s in baseline(repo).items() if s in ("PASSED", "XFAIL")}
+    writer = statements.load_writer(cfg.statement_writer)
+    rng = random.Random(f"{cfg.seed}:{spec.name}:{spec.source.key}")
+    sites = order_sites(all_sites(repo, cmap, cfg.families), rng)
+    known_ids = {d["instance_id"] for d in existing}
+    known_sites = {s["path"] + f":{s['start']}:{s['end']}:{s['replacement']}" for d in generated
+                   for s in d["provenance"]["sites"] if len(d["provenance"]["sites"]) == 1}
+    signatures = {(d["provenance"]["sites"][0]["path"], d["provenance"]["sites"][0]["lineno"],
+                   d.get("validation", {}).get("signature")) for d in have_single}
+    per_func = Counter((d["provenance"]["sites"][0]["path"], d["provenance"]["sites"][0]["function"])
+                       for d in have_single)
+    crashes = sum(1 for d in generated if d.get("features", {}).get("crash"))
+    max_crash = max(1, int(cfg.max_tasks * cfg.crash_fraction))
+    rejections = _Rejections(coverage_map.gen_dir(repo) / f"rejected-seed{cfg.seed}.jsonl")
+    singles: list[dict] = list(have_single)
+    pool = _Pool(cfg.workers)
+    bar = _bar(progress, spec.name, cfg.max_tasks, len(generated))
+    try:
+        def candidates() -> Iterator[Candidate]:
+            budget = cfg.max_attempts_factor * cfg.max_tasks
+            for s in sites:
+                if budget <= 0:
+                    return
+                iid = f"{spec.name}__{s.family}-{_sha8(cfg.seed, s.key)}"
+                if iid in known_ids or s.key in known_sites or iid in rejections.seen:
+                    continue
+                if per_func[(s.path, s.function)] >= cfg.per_function:
+                    continue
+                tests = _sample_tests(covering_tests(cmap, s, repo), cmap, passing, cfg, s.key)
+                if not tests:
+                    continue
+                budget -= 1
+                yield Candidate(iid, [s], tests)
+
+        accepted = 0
+        if want_single:
+            for cand, v in _ordered(pool, spec, candidates(), cfg, window=2 * cfg.workers):
+                s = cand.sites[0]
+                summary.tried += 1
+                summary.test_runs += v.test_runs
+                fam = summary.by_family.setdefault(s.family, [0, 0])
+                fam[1] += 1
+                reason = v.reason if not v.ok else ""
+                if v.ok and (s.path, s.lineno, v.signature) in signatures:
+                    reason = "duplicate of an accepted bug (same site, same failures)"
+                elif v.ok and v.crash and crashes >= max_crash:
+                    reason = "crash quota reached"
+                elif v.ok and per_func[(s.path, s.function)] >= cfg.per_function:
+                    reason = "per function quota reached"
+                if reason:
+                    summary.rejected[_reason_class(reason)] += 1
+                    if "infrastructure" not in reason and "raised" not in reason:
+                        rejections.add(cand.iid, reason, s.family)
+                    bar.set_postfix_str(f"tried {summary.tried}")
+                    continue
+                task = make_task(repo, cand, v, cfg, writer)
+                append_task(out, task)
+                known_ids.add(task.instance_id)
+                signatures.add((s.path, s.lineno, v.signature))
+                per_func[(s.path, s.function)] += 1
+                crashes += v.crash
+                singles.append(json.loads(task.to_json()))
+                fam[0] += 1
+                accepted += 1
+                summary.accepted += 1
+                bar.update(1)
+                bar.set_postfix_str(f"tried {summary.tried}")
+                if accepted >= want_single:
+                    break
+        if want_combo:
+            _combine(pool, repo, cmap, passing, singles, want_combo, cfg, out, known_ids, writer, summary,
+                     bar, rejections)
+    finally:
+        pool.close()
+        bar.close()
+    summary.seconds = time.monotonic() - start
+    return summary
+
+
+def _combine(pool: _Pool, repo: PreparedRepo, cmap: coverage_map.CoverageMap, passing: set[str],
+             singles: list[dict], want: int, cfg: GenerateConfig, out: Path, known_ids: set[str],
+             writer: Callable[[dict], str] | None, summary: Summary, bar: Any, rejections: _Rejections) -> None:
+    """Combine 2-3 validated single bugs of one package (different functions, disjoint sites)."""
+    spec = repo.spec
+    rng = random.Random(f"{cfg.seed}:{spec.name}:combine")
+    by_pkg: dict[str, list[dict]] = {}
+    for d in sorted(singles, key=lambda d: d["instance_id"]):
+        if d.get("features", {}).get("crash"):
+            continue
+        by_pkg.setdefault(os.path.dirname(d["provenance"]["sites"][0]["path"]), []).append(d)
+    groups = [g for _, g in sorted(by_pkg.items()) if len(g) >= 2]
+    if not groups:
+        return
+    used: Counter = Counter()
+
+    def combos() -> Iterator[tuple[Candidate, list[dict]]]:
+        tries = 0
+        while tries < 20 * want:
+            tries += 1
+            group = rng.choice(groups)
+            k = 3 if len(group) >= 3 and rng.random() < 0.35 else 2
+            picked = rng.sample(group, k)
+            sites = [Site(**d["provenance"]["sites"][0]) for d in picked]
+            if len({(s.path, s.function) for s in sites}) < k or any(used[d["instance_id"]] >= 2 for d in picked):
+                continue
+            spans = sorted((s.path, s.lineno, s.end_lineno) for s in sites)
+            if any(a[0] == b[0] and b[1] <= a[2] for a, b in zip(spans, spans[1:])):
+                continue
+            iid = f"{spec.name}__combo{k}-{_sha8(cfg.seed, *sorted(s.key for s in sites))}"
+            if iid in known_ids or iid in rejections.seen:
+                continue
+            tests = sorted(set().union(*(set(covering_tests(cmap, s, repo)) for s in sites)) & passing
+                           | {t for d in picked for t in d["FAIL_TO_PASS"]})
+            if len(tests) > 2 * cfg.max_candidate_tests:
+                must = {t for d in picked for t in d["FAIL_TO_PASS"]}
+                rest = sorted(set(tests) - must)
+                tests = sorted(must | set(random.Random(iid).sample(rest, 2 * cfg.max_candidate_tests - len(must))))
+            for d in picked:
+                used[d["instance_id"]] += 1
+            known_ids.add(iid)
+            yield Candidate(iid, sites, tests), picked
+
+    made = 0
+    pairs = combos()
+    picked_of: dict[str, list[dict]] = {}
+
+    def cands() -> Iterator[Candidate]:
+        for c, picked in pairs:
+            picked_of[c.iid] = picked
+            yield c
+
+    for cand, v in _ordered(pool, spec, cands(), cfg, window=2 * cfg.workers):
+        summary.tried += 1
+        summary.test_runs += v.test_runs
+        need = {t for d in picked_of[cand.iid] for t in d["FAIL_TO_PASS"]}
+        reason = v.reason if not v.ok else ""
+        if v.ok and not need <= set(v.fail_to_pass):
+            reason = "combined bug: FAIL_TO_PASS lacks some failures of its parts"
+        if reason:
+            summary.rejected["combo: " + _reason_class(reason)] += 1
+            if "infrastructure" not in reason:
+                rejections.add(cand.iid, reason, "combo")
+            continue
+        task = make_task(repo, cand, v, cfg, writer)
+        task.provenance["parts"] = sorted(d["instance_id"] for d in picked_of[cand.iid])
+        append_task(out, task)
+        made += 1
+        summary.combined += 1
+        bar.update(1)
+        if made >= want:
+            break
+
+
+def _bar(progress: bool, name: str, total: int, initial: int) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=min(initial, total), desc=f"{name:>16}", unit="task", disable=not progress,
+                file=sys.stderr, dynamic_ncols=True, mininterval=2.0)
