@@ -47,11 +47,12 @@ def _digest(p: Path) -> str:
 def _walk(root: Path) -> dict[str, os.stat_result]:
     """Every entry under ``root`` (relative path -> lstat), symlinks not followed."""
     out: dict[str, os.stat_result] = {}
+    base = str(root)
     stack = [""]
     while stack:
         rel = stack.pop()
         try:
-            it = os.scandir(root / rel if rel else root)
+            it = os.scandir(f"{base}/{rel}" if rel else base)
         except (NotADirectoryError, FileNotFoundError, PermissionError):
             continue
         with it:
@@ -156,43 +157,51 @@ class Workspace:
             return len(self._state)
         old, want = self.template.manifest, template.manifest
         have = _walk(self.path)
-        fixed = 0
+        base, src_base = str(self.path), str(template.root)
+        touched: list[str] = []
         # Remove what should not be there (deepest first), or what is of the wrong kind or content.
         for rel in sorted(have, key=lambda r: r.count("/"), reverse=True):
             st = have[rel]
             w = want.get(rel)
-            clean = self._state.get(rel) == _sig(st)
-            same = clean and old.get(rel) == w
-            if w is not None and same:
+            if w is not None and self._state.get(rel) == _sig(st) and old.get(rel) == w:
                 continue
-            p = self.path / rel
-            if stat.S_ISDIR(st.st_mode) and not stat.S_ISLNK(st.st_mode):
+            p = f"{base}/{rel}"
+            if stat.S_ISDIR(st.st_mode):
                 if w is not None and w[0] == "d":
                     if st.st_mode & 0o7777 != w[3]:
                         os.chmod(p, w[3])
+                        touched.append(rel)
                     continue
                 shutil.rmtree(p, ignore_errors=True)
             else:
-                p.unlink(missing_ok=True)
-            fixed += 1
+                os.unlink(p)
+            have.pop(rel)
+            touched.append(rel)
         # Create what is missing, parents first.
-        for rel in sorted(want, key=lambda r: r.count("/")):
-            p = self.path / rel
-            if os.path.lexists(p):
+        for rel in sorted(want.keys() - have.keys(), key=lambda r: r.count("/")):
+            p = f"{base}/{rel}"
+            if os.path.lexists(p):  # under a folder restored above
                 continue
             kind = want[rel][0]
-            src = template.root / rel
             if kind == "d":
-                p.mkdir()
+                os.mkdir(p)
                 os.chmod(p, want[rel][3])
             elif kind == "l":
                 os.symlink(want[rel][2], p)
             else:
-                shutil.copy2(src, p)
-            fixed += 1
+                shutil.copy2(f"{src_base}/{rel}", p)
+            touched.append(rel)
+        if touched:  # re-record only what changed; a removed folder's children are gone from the state
+            gone = {r for r in touched if r not in want}
+            self._state = {r: v for r, v in self._state.items()
+                           if r in want and not any(r == g or r.startswith(g + "/") for g in gone)}
+            for rel in touched:
+                if rel in want:
+                    self._state[rel] = _sig(os.lstat(f"{base}/{rel}"))
+                    if want[rel][0] == "d":
+                        self._state.update({f"{rel}/{r}": _sig(st) for r, st in _walk(self.path / rel).items()})
         self.template = template
-        self._state = {r: _sig(st) for r, st in _walk(self.path).items()}
-        return fixed
+        return len(touched)
 
     def changes(self) -> list[Change]:
         """Files that differ from the starting state (noise such as ``.git`` and bytecode ignored)."""

@@ -26,7 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 import time
 import uuid
 import warnings
@@ -200,8 +200,8 @@ class LocalSandbox:
         self._closed = False
         self._pending = False
         self._init_pid: int | None = None
-        self._spare: tuple[subprocess.Popen[bytes], _PidsCgroup, int, int] | None = None
-        self._spare_thread: threading.Thread | None = None
+        self._spare: Future[tuple[subprocess.Popen[bytes], _PidsCgroup, int, int] | None] | None = None
+        self._pool: ThreadPoolExecutor | None = None
         self.restarts = 0
 
     # -- launching ----------------------------------------------------------------------------------
@@ -277,11 +277,11 @@ class LocalSandbox:
             pass
         return proc, cgroup, ctl_r, ctl_w
 
-    def _make_spare(self) -> None:
+    def _make_spare(self) -> tuple[subprocess.Popen[bytes], _PidsCgroup, int, int] | None:
         try:
-            self._spare = self._launch()
+            return self._launch()
         except SandboxError:
-            self._spare = None
+            return None
 
     def _start_shell(self) -> None:
         """Adopt the warm spare shell (or launch one) and warm the next spare in the background.
@@ -289,10 +289,10 @@ class LocalSandbox:
         Launching costs tens of milliseconds (moving a process into a cgroup waits for RCU on cgroup v1),
         so a spare is started on a thread while the episode runs, and a reset only swaps it in.
         """
-        if self._spare_thread is not None:
-            self._spare_thread.join()
-            self._spare_thread = None
-        spare, self._spare = self._spare, None
+        spare = None
+        if self._spare is not None:
+            spare = self._spare.result()
+            self._spare = None
         if spare is None or spare[0].poll() is not None:
             if spare is not None:
                 self._discard(spare)
@@ -301,8 +301,12 @@ class LocalSandbox:
         self._ctl_buf = b""
         self._pending = True
         if not self._closed:
-            self._spare_thread = threading.Thread(target=self._make_spare, daemon=True)
-            self._spare_thread.start()
+            self._spare = self._worker().submit(self._make_spare)
+
+    def _worker(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frog-sandbox")
+        return self._pool
 
     @staticmethod
     def _discard(spare: tuple[subprocess.Popen[bytes], _PidsCgroup, int, int]) -> None:
@@ -506,6 +510,12 @@ class LocalSandbox:
                 except (OSError, IndexError):
                     pass
             return pids
+        if self._cgroup is not None and self._cgroup.path is not None:
+            try:  # the cgroup lists exactly the sandbox's processes (plus the outer bwrap)
+                listed = [int(p) for p in (self._cgroup.path / "cgroup.procs").read_text().split()]
+                return [p for p in listed if _ns_of(p) == self._ns]
+            except (OSError, ValueError):
+                pass
         for name in os.listdir("/proc"):
             if name.isdigit() and _ns_of(int(name)) == self._ns:
                 pids.append(int(name))
@@ -553,21 +563,27 @@ class LocalSandbox:
                 self._init_pid = None
             if self._proc.poll() is None:
                 self._proc.kill()
-            self._proc.wait()
-            for f in (self._proc.stdin, self._proc.stdout):
-                try:
-                    if f:
-                        f.close()
-                except OSError:
-                    pass
-            self._proc = None
-        if self._ctl_r >= 0:
-            os.close(self._ctl_r)
-            self._ctl_r = -1
-        if self._cgroup is not None:
-            self._cgroup.remove()
-            self._cgroup = None
+            old = (self._proc, self._cgroup, self._ctl_r)
+            self._proc, self._cgroup, self._ctl_r = None, None, -1
+            if self._closed:
+                self._reap(*old)
+            else:  # everything is dead already; waiting for the kernel to tidy up can happen off the hot path
+                self._worker().submit(self._reap, *old)
         self._ns = None
+
+    @staticmethod
+    def _reap(proc: subprocess.Popen[bytes], cgroup: _PidsCgroup | None, ctl_r: int) -> None:
+        proc.wait()
+        for f in (proc.stdin, proc.stdout):
+            try:
+                if f:
+                    f.close()
+            except OSError:
+                pass
+        if ctl_r >= 0:
+            os.close(ctl_r)
+        if cgroup is not None:
+            cgroup.remove()
 
     def _restart_shell(self) -> None:
         self._kill_all()
@@ -576,9 +592,32 @@ class LocalSandbox:
         self.restarts += 1
 
     def restart(self) -> None:
-        """Kill everything and start a fresh shell at /testbed."""
+        """Kill everything and start a fresh shell at /testbed, with an empty /tmp.
+
+        When the shell is alive, this happens inside the sandbox: every other process is killed, /tmp and
+        System V IPC are emptied, and the shell ``exec``s a fresh bash with the pinned environment (same
+        namespaces and cgroup, no new bwrap). Otherwise a new sandbox is started.
+        """
         if self._closed:
             raise SandboxError("restart() on a closed sandbox")
+        if self.isolated and self._proc is not None and self._proc.poll() is None:
+            try:
+                self._ready()
+            except SandboxError:
+                pass
+        if self.isolated and self._proc is not None and self._proc.poll() is None and self._ns is not None:
+            self._kill_children()
+            assign = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(self.env.items()))
+            # Builtins only, so a reset costs one exec: empty /tmp and SysV IPC only when there is something.
+            self._send((f"shopt -s dotglob nullglob; set -- /tmp/*; [ $# -gt 0 ] && rm -rf -- \"$@\" 2>/dev/null; "
+                        "for f in shm msg sem; do mapfile -t l < /proc/sysvipc/$f; "
+                        "[ ${#l[@]} -gt 1 ] && { ipcrm -a 2>/dev/null; break; }; done; "
+                        f"cd {TESTBED} && exec -c /bin/bash --noprofile --norc\n"
+                        f"export {assign}; set +o history; PS1=''; PS2=''; exec 2>&1; "
+                        f"printf 'ready %s\\n' $$ >&{self._ctl_fd}\n").encode())
+            self._ctl_buf = b""
+            self._pending = True
+            return
         self._kill_all()
         self._start_shell()
 
@@ -588,12 +627,14 @@ class LocalSandbox:
             return
         self._closed = True
         self._kill_all()
-        if self._spare_thread is not None:
-            self._spare_thread.join()
-            self._spare_thread = None
         if self._spare is not None:
-            self._discard(self._spare)
+            spare = self._spare.result()
             self._spare = None
+            if spare is not None:
+                self._discard(spare)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def __enter__(self) -> LocalSandbox:
         return self
