@@ -249,7 +249,9 @@ class SourceMap:
         """Every function definition among `nodes`."""
         self._label: dict[ast.AST, str] = {}
         self._qualname: dict[ast.AST, str] = {}
-        self._window_ok: dict[tuple[int, str], bool] = {}
+        self._window_ok: dict[tuple[int, ...], bool] = {}
+        self._windows_at: dict[tuple[int, int], list[tuple[tuple[int, ...], int, int, ast.stmt | None]]] = {}
+        self._blocks: dict[int, tuple[list[int], list[int], list[int], list[int]]] = {}
         self._walk()
 
     @classmethod
@@ -395,37 +397,64 @@ class SourceMap:
         statements, of a statement, or of a compound statement's header (given a ``pass`` body). The
         module is the last resort.
         """
-        for key, lo, hi, body in reversed(self._windows(m.start, m.end)):
+        span = (m.start, m.end)
+        if span not in self._windows_at:
+            self._windows_at[span] = self._windows(*span)
+        for key, lo, hi, body in reversed(self._windows_at[span]):
             if self._window_parses(key, lo, hi, body, None):
                 return self._window_parses(key, lo, hi, body, m)
         return _parses(m.apply(self.source))
 
-    def _windows(self, start: int, end: int) -> list[tuple[tuple[int, str], int, int, ast.stmt | None]]:
-        """Windows around ``[start, end)``, outermost first: ``(cache key, lo, hi, body stand-in)``."""
-        windows: list[tuple[tuple[int, str], int, int, ast.stmt | None]] = []
+    def _windows(self, start: int, end: int) -> list[tuple[tuple[int, ...], int, int, ast.stmt | None]]:
+        """Windows around ``[start, end)``, outermost first: ``(cache key, lo, hi, body stand-in)``.
+
+        At each depth: the run of sibling statements whose lines the edit touches, widened by one
+        sibling each way (so a deleted statement leaves a neighbour); then the statement that holds the
+        edit; then, when the edit lies in it, that statement's header.
+        """
+        windows: list[tuple[tuple[int, ...], int, int, ast.stmt | None]] = []
         blocks: list[list[ast.stmt]] = [self.tree.body]
+        last_char = max(start, end - 1)
         while True:
-            block = next((b for b in blocks if b and self._block_holds(b, start, end)), None)
-            if block is None:
+            found = None
+            for block in blocks:
+                if block:
+                    los, his, starts, ends = self._block_positions(block)
+                    if los[0] <= start and end <= his[-1]:
+                        found = block
+                        break
+            if found is None:
                 return windows
-            if block is not self.tree.body and self.indent(block[0]) is not None:
-                lo, hi = self.line_start(block[0].lineno), self.line_end(block[-1].end_lineno)  # type: ignore[arg-type]
-                windows.append(((id(block[0]), "block"), lo, hi, None))
-            stmt = next((s for s in block if self.start(s) <= start and end <= self.end(s)), None)
-            if stmt is None or (start <= self.start(stmt) and self.end(stmt) <= end):
+            block = found
+            first_i, last_i = bisect.bisect_right(his, start), bisect.bisect_right(los, last_char) - 1
+            if first_i <= last_i:
+                first, last = max(first_i - 1, 0), min(last_i + 1, len(block) - 1)
+                if self.indent(block[first]) is not None:
+                    windows.append(((id(block[first]), id(block[last])), los[first], his[last], None))
+            k = bisect.bisect_right(starts, start) - 1
+            if k < 0 or ends[k] < end or (start <= starts[k] and ends[k] <= end):
                 return windows
-            lo = self.line_start(stmt.lineno)
-            windows.append(((id(stmt), "stmt"), lo, self.line_end(stmt.end_lineno), None))  # type: ignore[arg-type]
+            stmt = block[k]
+            windows.append(((id(stmt),), los[k], his[k], None))
             header = _header_end(self, stmt)
             if header is not None and end <= header:
-                windows.append(((id(stmt), "header"), lo, header, stmt.body[0]))  # type: ignore[attr-defined]
+                windows.append(((id(stmt), 0), los[k], header, stmt.body[0]))  # type: ignore[attr-defined]
             blocks = list(_blocks(stmt))
 
-    def _block_holds(self, block: list[ast.stmt], start: int, end: int) -> bool:
-        return self.line_start(block[0].lineno) <= start and end <= self.line_end(block[-1].end_lineno)  # type: ignore[arg-type]
+    def _block_positions(self, block: list[ast.stmt]) -> tuple[list[int], list[int], list[int], list[int]]:
+        """Line starts, line ends, starts and ends of a block's statements (cached)."""
+        key = id(block[0])
+        if key not in self._blocks:
+            self._blocks[key] = (
+                [self.line_start(s.lineno) for s in block],
+                [self.line_end(s.end_lineno) for s in block],  # type: ignore[arg-type]
+                [self.start(s) for s in block],
+                [self.end(s) for s in block],
+            )
+        return self._blocks[key]
 
     def _window_parses(
-        self, key: tuple[int, str], lo: int, hi: int, body: ast.stmt | None, m: Mutation | None
+        self, key: tuple[int, ...], lo: int, hi: int, body: ast.stmt | None, m: Mutation | None
     ) -> bool:
         if m is None and key in self._window_ok:
             return self._window_ok[key]

@@ -1,9 +1,9 @@
 """changed_default_arg: change the default value of a function or lambda parameter.
 
-Integers (``-1`` included) and floats move by one, ``True`` and ``False`` trade places, ``None`` becomes a
-falsy value of the annotated type (``0`` when there is none), and a string or bytes default becomes empty
-(an empty one becomes a space). Numbers and booleans are self-inverse; candidate_fixes also offers
-``None`` back for any default.
+Integers and floats (negative ones included) move by one, ``True`` and ``False`` trade places, ``None``
+becomes a falsy value of the annotated type (``0`` when there is none), and a string or bytes default
+becomes empty (an empty one becomes a space). Numbers and booleans are self-inverse; candidate_fixes
+also offers ``None`` back for any default.
 
 Example:
     >>> import ast
@@ -53,12 +53,16 @@ def _alternatives(arg: ast.arg, default: ast.expr, old: str) -> list[str]:
     number = int_value(default)
     if number is not None:
         return [format_int(number + 1, old), format_int(number - 1, old)]
+    if isinstance(default, ast.UnaryOp) and isinstance(default.op, ast.USub):
+        inner = default.operand
+        if isinstance(inner, ast.Constant) and type(inner.value) is float and math.isfinite(inner.value):
+            return [repr(-inner.value + 1), repr(-inner.value - 1)]
     if not isinstance(default, ast.Constant):
         return []
     value = default.value
     if isinstance(value, bool):
         return [str(not value)]
-    if isinstance(value, float) and math.isfinite(value):
+    if type(value) is float and math.isfinite(value):
         return [repr(value + 1), repr(value - 1)]
     if value is None:
         return [_instead_of_none(arg)]

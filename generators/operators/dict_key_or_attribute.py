@@ -29,8 +29,11 @@ ALTERNATIVES = 3
 
 
 def _ranked(name: str, near: set[str], far: set[str], limit: int | None) -> list[str]:
+    matcher = difflib.SequenceMatcher(None, "", name)
+
     def closeness(other: str) -> tuple[float, str]:
-        return -difflib.SequenceMatcher(None, name, other).ratio(), other
+        matcher.set_seq1(other)
+        return -matcher.ratio(), other
 
     ranked = sorted(near - {name}, key=closeness) + sorted(far - near - {name}, key=closeness)
     return ranked if limit is None else ranked[:limit]
@@ -81,17 +84,23 @@ def find(source: str, tree: ast.Module, limit: int | None = ALTERNATIVES) -> lis
         attributes_on[_base(sm, n.value)].add(n.attr)
 
     found: list[Mutation] = []
+    rankings: dict[tuple[str, str, str], list[str]] = {}  # many sites share a name and an object
     for n in keys:
-        key = n.slice.value  # type: ignore[attr-defined]
+        key, base = n.slice.value, _base(sm, n.value)  # type: ignore[attr-defined]
         old = sm.text(n.slice)
-        for other in _ranked(key, keys_on[_base(sm, n.value)], all_keys, limit):
+        if ("key", key, base) not in rankings:
+            rankings["key", key, base] = _ranked(key, keys_on[base], all_keys, limit)
+        for other in rankings["key", key, base]:
             new = string_literal(old, other)
             description = f"key `[{old}]` -> `[{new}]` in {sm.label(n)}"
             found.append(sm.mutation(FAMILY, *sm.span(n.slice), new, description))
     for n in attributes:
         start = _attribute_name_start(sm, n)
         old = sm.source[start : sm.end(n)]
-        for other in _ranked(n.attr, attributes_on[_base(sm, n.value)], set(), limit):
+        base = _base(sm, n.value)
+        if ("attribute", n.attr, base) not in rankings:
+            rankings["attribute", n.attr, base] = _ranked(n.attr, attributes_on[base], set(), limit)
+        for other in rankings["attribute", n.attr, base]:
             description = f"attribute `.{old}` -> `.{other}` in {sm.label(n)}"
             found.append(sm.mutation(FAMILY, start, sm.end(n), other, description))
     return sm.finish(found)
