@@ -132,6 +132,7 @@ class RunResult:
     details: dict[str, dict[str, str]] = field(default_factory=dict)
     collect_errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    passes: list[dict[str, TestStatus]] = field(default_factory=list)
 
 
 def run_selected(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeout: float,
@@ -149,13 +150,14 @@ def run_selected(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, ti
 def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeout: float,
               limits: Limits | None = None, backend: str = "local", *, details: bool = False,
               env: dict[str, str] | None = None, binds: tuple[tuple[Path, str, bool], ...] = (),
-              out_dir: Path | None = None, plugins: tuple[str, ...] = (), args: tuple[str, ...] = ()
-              ) -> RunResult:
+              out_dir: Path | None = None, plugins: tuple[str, ...] = (), args: tuple[str, ...] = (),
+              repeat: int = 1) -> RunResult:
     """:func:`run_selected` with more in and out: failure ``details`` (the report plugin's "details" key),
     extra sandbox ``env`` (a ``PYTHONPATH`` there is appended to the plugin's) and ``binds``, ``out_dir`` (a
     host folder mounted writable at ``/frog/out`` that the caller keeps: the coverage map reads its data
     there), more pytest ``plugins`` loaded with ``-p``, and more pytest ``args`` (after the spec's, so that
-    e.g. ``--timeout=15`` overrides the spec's per-test timeout).
+    e.g. ``--timeout=15`` overrides the spec's per-test timeout), and ``repeat``: run each test that many
+    times in the one session (``RunResult.passes`` then holds one status map per pass).
     """
     start = time.monotonic()
     with tempfile.TemporaryDirectory(dir=paths.home()) as io_dir, resources.as_file(_plugin_dir()) as plugin:
@@ -169,6 +171,8 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
                    "FROG_REPORT": "/frog/out/report.json", **extra}
         if details:
             run_env["FROG_DETAILS"] = "1"
+        if repeat > 1:
+            run_env["FROG_REPEAT"] = str(repeat)
         if ids is not None:
             (io / "in" / "select.json").write_text(json.dumps(list(ids)))
             run_env["FROG_SELECT"] = "/frog/in/select.json"
@@ -181,36 +185,45 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
                 *(test_files_of(ids) if ids is not None else repo.spec.tests.paths)]
         result = sb.exec(argv, timeout, env=run_env)
         sb.close()
-
-        def done(statuses: dict[str, TestStatus], note: str = "", infra: str | None = None,
-                 report: dict | None = None) -> RunResult:
-            report = report or {}
-            return RunResult(statuses, result.exit_code, note, infra, report.get("details", {}),
-                             report.get("collect_errors", []), time.monotonic() - start)
-
         if result.timed_out:
-            return done({}, result.output[-2000:], f"grading timed out after {timeout:.0f} s")
+            return RunResult({}, None, result.output[-2000:], f"grading timed out after {timeout:.0f} s",
+                             seconds=time.monotonic() - start)
         if result.output.startswith("bwrap:"):
-            return done({}, result.output[-2000:], f"sandbox failed: {result.output[:300]}")
-        report_path = out / "report.json"
-        statuses = {t: TestStatus.MISSING for t in ids or ()}
-        try:
-            report = json.loads(report_path.read_text())
-        except (OSError, ValueError):
-            note = f"pytest wrote no report (exit code {result.exit_code}); every selected test counts as failed"
-            return done(statuses, note + "\n" + result.output[-2000:])
-        if report.get("exitstatus") != result.exit_code:
-            note = (f"the report says exit status {report.get('exitstatus')} but pytest exited with "
-                    f"{result.exit_code}; the report is not trusted")
-            return done(statuses, note)
-        for t, s in report.get("tests", {}).items():
-            if ids is None or t in statuses:
-                statuses[t] = TestStatus(s) if s in TestStatus.__members__ else TestStatus.ERROR
-        note = ""
-        if all(s.ok for s in statuses.values()) and result.exit_code != 0:
-            note = f"every selected test passed but pytest exited with {result.exit_code}; not trusted"
-            statuses = {t: TestStatus.FAILED for t in statuses}
-        return done(statuses, note, None, report)
+            return RunResult({}, result.exit_code, result.output[-2000:], f"sandbox failed: {result.output[:300]}",
+                             seconds=time.monotonic() - start)
+        return read_report(out / "report.json", ids, result.exit_code, result.output, time.monotonic() - start)
+
+
+def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, output: str,
+                seconds: float = 0.0) -> RunResult:
+    """Statuses from the plugin's report file, cross-checked with pytest's exit code (see :func:`run_selected`)."""
+    statuses = {t: TestStatus.MISSING for t in ids or ()}
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        note = f"pytest wrote no report (exit code {exit_code}); every selected test counts as failed"
+        return RunResult(statuses, exit_code, note + "\n" + output[-2000:], seconds=seconds)
+    if report.get("exitstatus") != exit_code:
+        note = (f"the report says exit status {report.get('exitstatus')} but pytest exited with "
+                f"{exit_code}; the report is not trusted")
+        return RunResult(statuses, exit_code, note, seconds=seconds)
+
+    def parse(tests: dict[str, str]) -> dict[str, TestStatus]:
+        out = dict.fromkeys(ids or (), TestStatus.MISSING)
+        for t, s in tests.items():
+            if ids is None or t in out:
+                out[t] = TestStatus(s) if s in TestStatus.__members__ else TestStatus.ERROR
+        return out
+
+    statuses = parse(report.get("tests", {}))
+    passes = [parse(p) for p in report.get("passes", [])]
+    note = ""
+    if all(s.ok for p in (passes or [statuses]) for s in p.values()) and exit_code != 0:
+        note = f"every selected test passed but pytest exited with {exit_code}; not trusted"
+        statuses = {t: TestStatus.FAILED for t in statuses}
+        passes = [statuses for _ in passes]
+    return RunResult(statuses, exit_code, note, None, report.get("details", {}), report.get("collect_errors", []),
+                     seconds, passes)
 
 
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,

@@ -66,3 +66,38 @@ BUGS: list[tuple[str, list[Edit], str]] = [
      "`list(sliding_window(2, [1, 2, 3, 4]))` returns `[(2, 3), (3, 4)]`: the windows start one element "
      "late and the first window `(1, 2)` is missing."),
 ]
+
+
+def generate_handwritten(spec, tasks_dir: str | None = None) -> int:
+    """Validate this repository's hand-written bugs (full suite, 3 runs) and append the new ones to its
+    task file as ``<repo>__handwritten-<n>``; returns how many were written."""
+    from frog_gym.generators.synthesis import GenerateConfig, append_task, read_existing, tasks_path
+    from frog_gym.generators.validate import bug_changes, patches, validate
+    from frog_gym.snapshot import prepare
+    from frog_gym.task import Task
+
+    repo = prepare(spec)
+    out = tasks_path(spec, GenerateConfig(tasks_dir=tasks_dir))
+    have = {d["instance_id"] for d in read_existing(out)}
+    written = 0
+    mine = [b for b in BUGS if b[0] == spec.name]
+    for n, (_, edits, statement) in enumerate(mine, 1):
+        iid = f"{spec.name}__handwritten-{n:04d}"
+        if iid in have:
+            continue
+        changes = bug_changes(repo, edits)
+        v = validate(repo, changes)
+        if not v.ok:
+            print(f"{iid}: refused: {v.reason}")
+            continue
+        bug, gold = patches(changes)
+        files = sorted({e.path for e in edits})
+        append_task(out, Task(
+            instance_id=iid, repo=spec.name, version=spec.source.version, base_commit=spec.source.key, patch=gold,
+            problem_statement=statement, FAIL_TO_PASS=tuple(v.fail_to_pass), PASS_TO_PASS=tuple(v.pass_to_pass),
+            bug_patch=bug, statement_level="full", provenance={"generator": "handwritten", "files": files},
+            features={"family": "handwritten", "n_sites": len(edits), "files_touched": len(files),
+                      "f2p": len(v.fail_to_pass), "statement_level": "full"},
+            validation={"runs": v.runs, "seconds": round(v.seconds, 2), "flaky": v.flaky}))
+        written += 1
+    return written

@@ -38,6 +38,7 @@ from filelock import FileLock
 
 from frog_gym import paths
 from frog_gym.generators import coverage_map, statements
+from frog_gym.generators.fastrun import Runner
 from frog_gym.generators.operators import enclosing_function, find_mutations
 from frog_gym.generators.validate import Validation, patches, validate
 from frog_gym.snapshot import PreparedRepo, prepare
@@ -64,13 +65,13 @@ class GenerateConfig:
     """Runs of the buggy tree per candidate; every run must agree."""
     max_fail_to_pass: int = 40
     """Bugs that break more tests than this are refused (too easy), import crashes apart."""
-    max_candidate_tests: int = 150
+    max_candidate_tests: int = 80
     """At most this many covering tests run per candidate (a seeded sample when more cover it)."""
     crash_fraction: float = 0.05
     """At most this share of a repository's tasks may be import crashes."""
     per_function: int = 3
     """At most this many single-bug tasks in one function."""
-    test_timeout: int = 15
+    test_timeout: int = 10
     """Per-test timeout during validation (a mutant that loops must not stall the run)."""
     max_attempts_factor: int = 8
     """Give up on a repository after ``max_attempts_factor * max_tasks`` candidates."""
@@ -80,6 +81,8 @@ class GenerateConfig:
     """Operator families to use (default: all)."""
     tasks_dir: str | None = None
     """Where the ``<repo>.jsonl`` files are (default: the registry's task folder)."""
+    fork_server: bool = True
+    """Run pytest through a per-worker fork server (:mod:`frog_gym.generators.fastrun`)."""
 
     def __post_init__(self) -> None:
         if self.max_tasks < 0:
@@ -250,14 +253,18 @@ def _sample_tests(tests: list[str], cmap: coverage_map.CoverageMap, passing: set
 _WORKER: dict[str, Any] = {}
 
 
-def _worker_state(spec: RepoSpec) -> tuple[PreparedRepo, Template, Workspace, dict]:
+def _worker_state(spec: RepoSpec, use_server: bool = True) -> tuple[PreparedRepo, Template, Workspace, dict, Runner]:
     key = spec.name + spec.source.key
     if _WORKER.get("key") != key:
+        if _WORKER.get("state"):
+            _WORKER["state"][4].close()
+            _WORKER["state"][2].remove()
         repo = prepare(spec)
         _, template = coverage_map.build(repo)
         ws = Workspace(paths.home() / "work" / f"gen-{os.getpid()}-{spec.name}")
         ws.remove()
-        _WORKER.update(key=key, state=(repo, template, ws, {}))
+        ws.sync(template)
+        _WORKER.update(key=key, state=(repo, template, ws, {}, Runner(repo, ws.path, use_server)))
     return _WORKER["state"]
 
 
@@ -278,12 +285,13 @@ def bug_changes_of(repo: PreparedRepo, sites: list[Site]) -> list[Change]:
 
 def validate_candidate(spec: RepoSpec, sites: list[Site], tests: list[str], cfg: GenerateConfig) -> Validation:
     """Validate one candidate in this process's workspace (the process pool's unit of work)."""
-    repo, template, ws, gold = _worker_state(spec)
+    repo, template, ws, gold, runner = _worker_state(spec, cfg.fork_server)
     changes = bug_changes_of(repo, sites)
     budget = float(min(300, max(60, 3 * spec.tests.suite_budget)))
     return validate(repo, changes, candidates=tests, runs=cfg.runs,
                     max_fail_to_pass=cfg.max_fail_to_pass * len(sites), timeout=budget, base=template,
-                    workspace=ws, details=True, gold_cache=gold, test_args=(f"--timeout={cfg.test_timeout}",))
+                    workspace=ws, details=True, gold_cache=gold, test_args=(f"--timeout={cfg.test_timeout}",),
+                    runner=runner)
 
 
 # ---- task records ---------------------------------------------------------------------------------

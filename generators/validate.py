@@ -16,11 +16,12 @@ import json
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from frog_gym import paths
-from frog_gym.grading import TestStatus, run_selected, run_tests, test_files_of
+from frog_gym.grading import RunResult, TestStatus, run_selected, run_tests, test_files_of
 from frog_gym.snapshot import PreparedRepo, venv_key
 from frog_gym.workspace import Change, Template, Workspace, _manifest, diff_text, write_changes
 
@@ -126,7 +127,8 @@ class Scratch:
 def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str] | None = None, runs: int = 3,
              max_fail_to_pass: int | None = None, min_pass_to_pass: int = 5, timeout: float = 600,
              base: Template | None = None, workspace: Workspace | None = None, details: bool = False,
-             gold_cache: dict[tuple[str, ...], bool] | None = None, test_args: tuple[str, ...] = ()) -> Validation:
+             gold_cache: dict[tuple[str, ...], bool] | None = None, test_args: tuple[str, ...] = (),
+             runner: Callable[..., RunResult] | None = None) -> Validation:
     """Validate a bug (``changes`` from pristine to buggy) against the candidate tests.
 
     Args:
@@ -142,6 +144,12 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
         details: record failure details of the first run (for problem statements).
         gold_cache: the gold-fix results of earlier calls by selected test set, shared across calls.
         test_args: more pytest arguments for every run (generators bound the per-test timeout).
+        runner: runs tests on the workspace, ``runner(ids, timeout, details=, args=, repeat=)``, e.g. a
+            :class:`frog_gym.generators.fastrun.Runner` over ``workspace`` (default: a fresh sandbox per run).
+
+    The first run is its own pytest process (most candidates are refused on it). Runs 2..``runs`` happen
+    in one more process that repeats each test (``FROG_REPEAT``), so agreement is checked both across
+    processes and within one.
     """
     start = time.monotonic()
     base = base or pristine_template(repo)
@@ -155,13 +163,15 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
     with _workspace(workspace) as ws:
         count = 0
 
-        def run(selected: tuple[str, ...], buggy: bool, want_details: bool = False):
+        def run(selected: tuple[str, ...], buggy: bool, want_details: bool = False, repeat: int = 1) -> RunResult:
             nonlocal count
             count += 1
             ws.sync(base)
             if buggy:
                 write_changes(ws.path, changes)
-            return run_tests(repo, ws.path, selected, timeout, details=want_details, args=test_args)
+            if runner is not None:
+                return runner(selected, timeout, details=want_details, args=test_args, repeat=repeat)
+            return run_tests(repo, ws.path, selected, timeout, details=want_details, args=test_args, repeat=repeat)
 
         def result(ok: bool, reason: str = "", **kw) -> Validation:
             return Validation(ok, reason, runs=kw.pop("runs", len(results)), seconds=time.monotonic() - start,
@@ -179,11 +189,11 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
             s is TestStatus.FAILED for s in first.statuses.values())
         if max_fail_to_pass is not None and not crash and len(failing) > max_fail_to_pass:
             return result(False, f"the bug breaks {len(failing)} tests (limit {max_fail_to_pass})")
-        for i in range(1, runs):
-            r = run(tuple(ids), True)
+        if runs > 1:
+            r = run(tuple(ids), True, repeat=runs - 1)
             if r.infra_failure:
-                return result(False, f"infrastructure failure: {r.infra_failure}", runs=i + 1)
-            results.append(r.statuses)
+                return result(False, f"infrastructure failure: {r.infra_failure}", runs=2)
+            results.extend(r.passes or [r.statuses])
         flaky = sorted(t for t in ids if len({r[t].ok for r in results}) > 1)
         f2p = [t for t in ids if t not in flaky and not results[0][t].ok]
         if not f2p:

@@ -8,13 +8,20 @@ keeps parametrized ids with odd characters exact.
 With ``FROG_DETAILS=1`` the report also gets a ``"details"`` key: for each failed or errored test (and
 each collection error), the exception type, its one-line message and the failure text pytest prints
 (``longrepr``), trimmed. The ``"tests"`` key keeps its format, so older readers are unaffected.
+
+With ``FROG_REPEAT=k`` (k > 1) every selected test runs k times in a row (its fixtures set up anew each
+time); ``"tests"`` holds the first pass and ``"passes"`` one status map per pass (generators use it to
+check that a bug's failures repeat without paying for more pytest processes).
 """
 
 import json
 import os
 
 _selected = None
-_phases = {}
+_repeat = 1
+_pass = 0
+_passes = [{}]
+_phases = _passes[0]
 _collect_errors = []
 _details = {}
 _DETAIL_CHARS = 6000
@@ -30,7 +37,9 @@ def _detail(report, exc_type):
 
 
 def pytest_configure(config):
-    global _selected
+    global _selected, _repeat, _passes
+    _repeat = max(1, int(os.environ.get("FROG_REPEAT", "1") or 1))
+    _passes[1:] = [{} for _ in range(_repeat - 1)]
     path = os.environ.get("FROG_SELECT")
     if path:
         with open(path, encoding="utf-8") as f:
@@ -73,12 +82,28 @@ try:
         if report.failed and item.nodeid not in _details:
             exc = call.excinfo.typename if call.excinfo is not None else _exc_type_of(report)
             _details[item.nodeid] = _detail(report, exc)
+    @_pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(item, nextitem):
+        global _pass
+        if _repeat <= 1:
+            return None
+        from _pytest.runner import runtestprotocol
+
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        for i in range(_repeat):
+            _pass = i
+            if i and hasattr(item, "_initrequest"):
+                item._initrequest()
+            runtestprotocol(item, nextitem=nextitem, log=True)
+        _pass = 0
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
 except ImportError:  # pragma: no cover (the plugin only loads inside pytest)
     pass
 
 
 def pytest_runtest_logreport(report):
-    phases = _phases.setdefault(report.nodeid, {})
+    phases = _passes[_pass].setdefault(report.nodeid, {})
     outcome = report.outcome
     if hasattr(report, "wasxfail"):
         outcome = "xfail" if report.skipped else "xpass"
@@ -110,5 +135,7 @@ def pytest_sessionfinish(session, exitstatus):
         out = {"exitstatus": int(exitstatus), "tests": tests, "collect_errors": _collect_errors}
         if os.environ.get("FROG_DETAILS"):
             out["details"] = _details
+        if _repeat > 1:
+            out["passes"] = [{nodeid: _status(p) for nodeid, p in ps.items()} for ps in _passes]
         json.dump(out, f)
     os.replace(tmp, path)
