@@ -8,5 +8,4 @@ COMMANDS: dict[str, str] = {
     "docker": "frog_gym.commands.docker",
     "generate": "frog_gym.commands.generate",
     "tasks": "frog_gym.commands.tasks",
-    "registry": "frog_gym.commands.registry",
 }
