@@ -5,7 +5,6 @@ Modules import their heavy dependencies inside ``run`` so that ``frog-gym --help
 
 COMMANDS: dict[str, str] = {
     "demo": "frog_gym.commands.demo",
-    "docker": "frog_gym.commands.docker",
     "generate": "frog_gym.commands.generate",
     "tasks": "frog_gym.commands.tasks",
 }
