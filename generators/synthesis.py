@@ -71,8 +71,10 @@ class GenerateConfig:
     """At most this share of a repository's tasks may be import crashes."""
     per_function: int = 3
     """At most this many single-bug tasks in one function."""
-    test_timeout: int = 10
+    test_timeout: int = 5
     """Per-test timeout during validation (a mutant that loops must not stall the run)."""
+    max_run_seconds: float = 30.0
+    """Refuse candidates whose first test run takes longer than this."""
     max_attempts_factor: int = 8
     """Give up on a repository after ``max_attempts_factor * max_tasks`` candidates."""
     statement_writer: str | None = None
@@ -291,7 +293,7 @@ def validate_candidate(spec: RepoSpec, sites: list[Site], tests: list[str], cfg:
     return validate(repo, changes, candidates=tests, runs=cfg.runs,
                     max_fail_to_pass=cfg.max_fail_to_pass * len(sites), timeout=budget, base=template,
                     workspace=ws, details=True, gold_cache=gold, test_args=(f"--timeout={cfg.test_timeout}",),
-                    runner=runner)
+                    runner=runner, max_run_seconds=cfg.max_run_seconds)
 
 
 # ---- task records ---------------------------------------------------------------------------------
@@ -454,7 +456,7 @@ class _Rejections:
 
 
 def _reason_class(reason: str) -> str:
-    for key in ("no test fails", "breaks", "do not repeat", "gold fix", "PASS_TO_PASS", "no passing test",
+    for key in ("no test fails", "too slow", "breaks", "do not repeat", "gold fix", "PASS_TO_PASS", "no passing test",
                 "infrastructure", "raised", "duplicate", "crash", "per function"):
         if key in reason:
             return key

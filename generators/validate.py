@@ -128,7 +128,7 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
              max_fail_to_pass: int | None = None, min_pass_to_pass: int = 5, timeout: float = 600,
              base: Template | None = None, workspace: Workspace | None = None, details: bool = False,
              gold_cache: dict[tuple[str, ...], bool] | None = None, test_args: tuple[str, ...] = (),
-             runner: Callable[..., RunResult] | None = None) -> Validation:
+             runner: Callable[..., RunResult] | None = None, max_run_seconds: float | None = None) -> Validation:
     """Validate a bug (``changes`` from pristine to buggy) against the candidate tests.
 
     Args:
@@ -146,6 +146,8 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
         test_args: more pytest arguments for every run (generators bound the per-test timeout).
         runner: runs tests on the workspace, ``runner(ids, timeout, details=, args=, repeat=)``, e.g. a
             :class:`frog_gym.generators.fastrun.Runner` over ``workspace`` (default: a fresh sandbox per run).
+        max_run_seconds: refuse bugs whose first run takes longer (hangs that only a timeout ends make
+            slow, poor tasks).
 
     The first run is its own pytest process (most candidates are refused on it). Runs 2..``runs`` happen
     in one more process that repeats each test (``FROG_REPEAT``), so agreement is checked both across
@@ -182,6 +184,8 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
         if first.infra_failure:
             return result(False, f"infrastructure failure: {first.infra_failure}", runs=1)
         results.append(first.statuses)
+        if max_run_seconds is not None and first.seconds > max_run_seconds:
+            return result(False, f"too slow: the first run took {first.seconds:.0f} s (limit {max_run_seconds:.0f})")
         failing = [t for t in ids if not first.statuses[t].ok]
         if not failing:
             return result(False, "no test fails with the bug")

@@ -5,6 +5,8 @@ Modules import their heavy dependencies inside ``run`` so that ``frog-gym --help
 
 COMMANDS: dict[str, str] = {
     "demo": "frog_gym.commands.demo",
+    "export": "frog_gym.commands.export",
     "generate": "frog_gym.commands.generate",
+    "import": "frog_gym.commands.import_",
     "tasks": "frog_gym.commands.tasks",
 }

@@ -1,0 +1,24 @@
+"""``frog-gym export``: write the registered tasks as SWE-bench JSONL or a Hugging Face dataset."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "Export registered tasks: --format swebench OUT.jsonl, or --format hf OUT_DIR (parquet; the 'hf' extra)."
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("out", metavar="OUT", help="output file (swebench) or folder (hf)")
+    p.add_argument("--format", choices=("swebench", "hf"), default="swebench", help="default: swebench")
+    p.add_argument("--repo", action="append", help="only tasks of this repository (repeatable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from frog_gym.generators import interop
+
+    tasks = interop.registered_tasks()
+    if args.repo:
+        tasks = [t for t in tasks if t.repo in set(args.repo)]
+    n = (interop.export_swebench if args.format == "swebench" else interop.export_hf)(tasks, args.out)
+    print(f"wrote {n} tasks ({args.format}) to {args.out}")
+    return 0
