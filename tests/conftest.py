@@ -11,3 +11,16 @@ import pytest
 def pytest_collection_modifyitems(config, items):
     if shutil.which("bwrap") is None:
         raise pytest.UsageError("bubblewrap is required for the test suite: apt-get install -y bubblewrap")
+
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    """A client of the Docker engine at DOCKER_HOST (``bash .ci/docker.sh start`` starts one), checked once;
+    tests that need it skip, saying why, where none answers."""
+    from frog_gym.errors import SandboxUnavailableError
+    from frog_gym.sandbox.images import docker_client
+
+    try:
+        return docker_client()
+    except SandboxUnavailableError as e:
+        pytest.skip(f"no Docker engine: {e}")
