@@ -5,6 +5,7 @@ Modules import their heavy dependencies inside ``run`` so that ``frog-gym --help
 
 COMMANDS: dict[str, str] = {
     "demo": "frog_gym.commands.demo",
+    "docker": "frog_gym.commands.docker",
     "export": "frog_gym.commands.export",
     "generate": "frog_gym.commands.generate",
     "import": "frog_gym.commands.import_",
