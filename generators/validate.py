@@ -39,8 +39,8 @@ class Edit:
 class Validation:
     """What validating one candidate found. ``ok`` False carries the ``reason``.
 
-    ``crash`` marks a bug that breaks the import of the code under test (every candidate test errors and
-    pytest reports collection errors): such bugs are easy and form their own class. ``details`` holds, per
+    ``crash`` marks a bug that breaks the import of the code under test (pytest reports collection errors
+    and every failing test is one that never ran): such bugs are easy and form their own class. ``details`` holds, per
     failing test of the first run, the exception type, message and trimmed failure text (with
     ``details=True``); ``signature`` is the failing tests and exception types, for deduplication.
     """
@@ -155,6 +155,7 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
     """
     start = time.monotonic()
     base = base or pristine_template(repo)
+    test_args = ("--continue-on-collection-errors", *test_args)  # a crash in one file must not hide the rest
     passing_all = [t for t, s in baseline(repo).items() if TestStatus(s).ok]
     flaky_known = set(repo.spec.measured.get("flaky", []))
     passing = [t for t in passing_all if t not in flaky_known]
@@ -189,8 +190,7 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
         failing = [t for t in ids if not first.statuses[t].ok]
         if not failing:
             return result(False, "no test fails with the bug")
-        crash = bool(first.collect_errors) and len(failing) == len(ids) and not any(
-            s is TestStatus.FAILED for s in first.statuses.values())
+        crash = bool(first.collect_errors) and all(first.statuses[t] is TestStatus.MISSING for t in failing)
         if max_fail_to_pass is not None and not crash and len(failing) > max_fail_to_pass:
             return result(False, f"the bug breaks {len(failing)} tests (limit {max_fail_to_pass})")
         if runs > 1:
