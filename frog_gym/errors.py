@@ -34,6 +34,10 @@ class OfflineError(SourceError):
     """A download was needed while FROG_GYM_OFFLINE=1 forbids the network."""
 
 
+class RefusedError(FrogGymError):
+    """``frog-gym registry add`` refused a repository: no tests, a suite over budget, nothing passing."""
+
+
 class SandboxUnavailableError(FrogGymError):
     """The sandbox backend cannot run on this machine (for example bubblewrap is missing)."""
 

@@ -14,25 +14,31 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
 from frog_gym import paths
 from frog_gym.errors import HashMismatchError, OfflineError, SourceError
-from frog_gym.spec import RepoSpec
+from frog_gym.spec import RepoSpec, check_python
 
 TESTBED = "/testbed"
 """Where the repository appears inside every sandbox."""
 
 _DONE = ".frog-complete"
+PIP_RUNS: Counter[str] = Counter()
+"""How many pip subprocesses ran, by purpose (``download``, ``install``, ...): tests assert cache hits."""
 _GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "frog-gym",
             "GIT_AUTHOR_EMAIL": "frog-gym@localhost", "GIT_COMMITTER_NAME": "frog-gym",
             "GIT_COMMITTER_EMAIL": "frog-gym@localhost", "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
@@ -91,14 +97,7 @@ def fetch_sdist(spec: RepoSpec) -> Path:
                 f"in the cache {cache}. Run once with network (unset FROG_GYM_OFFLINE), or copy the archive "
                 f"there as {src.sha256}.tar.gz.")
         with tempfile.TemporaryDirectory(dir=cache) as tmp:
-            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                   "--disable-pip-version-check", "-q", "-d", tmp, f"{src.name}=={src.version}"]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            files = list(Path(tmp).iterdir())
-            if proc.returncode != 0 or not files:
-                raise SourceError(f"pip could not download the sdist {src} for '{spec.name}' "
-                                  f"(exit {proc.returncode}):\n{_tail(proc.stderr)}")
-            archive = files[0]
+            archive = download_sdist(src.name, src.version, Path(tmp))
             got = sha256_file(archive)
             if got != src.sha256:
                 raise HashMismatchError(
@@ -109,6 +108,22 @@ def fetch_sdist(spec: RepoSpec) -> Path:
             dest = cache / f"{src.sha256}{suffix}"
             os.replace(archive, dest)
             return dest
+
+
+def download_sdist(name: str, version: str, dest: Path) -> Path:
+    """Download the source distribution of ``name==version`` into ``dest`` with pip; return the file."""
+    if paths.offline():
+        raise OfflineError(f"FROG_GYM_OFFLINE=1 but the sdist {name}=={version} must be downloaded; "
+                           f"run once with network (unset FROG_GYM_OFFLINE).")
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+           "--disable-pip-version-check", "-q", "-d", str(dest), f"{name}=={version}"]
+    PIP_RUNS["download"] += 1
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    files = [f for f in dest.iterdir() if f.name.endswith((".tar.gz", ".zip", ".tgz", ".tar.bz2"))]
+    if proc.returncode != 0 or not files:
+        raise SourceError(f"pip could not download the sdist {name}=={version} (exit {proc.returncode}); "
+                          f"check the name and that this version has a source release:\n{_tail(proc.stderr)}")
+    return files[0]
 
 
 def _unpack(archive: Path, dest: Path) -> None:
@@ -180,6 +195,8 @@ def venv_key(spec: RepoSpec) -> str:
 
 
 def _run_logged(cmd: list[str], log: list[str], what: str, spec: RepoSpec, **kw) -> None:
+    if "pip" in cmd[:3]:
+        PIP_RUNS["install"] += 1
     proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
     log.append(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
     if proc.returncode != 0:
@@ -207,8 +224,158 @@ def _strip_own_modules(site: Path, dist_name: str) -> None:
                 shutil.rmtree(d)
 
 
+_HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
+
+
+def wheelhouse() -> Path:
+    """The wheel cache: every locked file by its real name, plus ``by-hash/<sha256>`` naming each one."""
+    d = paths.home() / "wheels"
+    (d / "by-hash").mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _store_files(folder: Path) -> dict[str, str]:
+    """Move downloaded files into the wheelhouse; return ``{file name: sha256}``."""
+    house, out = wheelhouse(), {}
+    for f in sorted(folder.iterdir()):
+        if f.is_file():
+            out[f.name] = sha = sha256_file(f)
+            os.replace(f, house / f.name)
+            (house / "by-hash" / sha).write_text(f.name)
+    return out
+
+
+def _missing(lock: tuple[str, ...] | list[str]) -> list[str]:
+    house = wheelhouse()
+    return [line for line in lock if not any((house / "by-hash" / h).exists() for h in _HASH.findall(line))]
+
+
+def ensure_wheels(lock: tuple[str, ...] | list[str], what: str) -> Path:
+    """Put every file of a hashed lock into the wheelhouse (downloaded once; pip checks the hashes).
+
+    Raises:
+        OfflineError: some are missing while FROG_GYM_OFFLINE=1; the message lists them.
+    """
+    if not _missing(lock):
+        return wheelhouse()
+    with _lock("wheelhouse"):
+        missing = _missing(lock)
+        if missing and paths.offline():
+            raise OfflineError(
+                f"FROG_GYM_OFFLINE=1 but {len(missing)} locked requirement(s) of {what} are not in the wheel "
+                f"cache {wheelhouse()}: {', '.join(m.split()[0] for m in missing)}. Run once with network "
+                f"(unset FROG_GYM_OFFLINE) to download them.")
+        if missing:
+            with tempfile.TemporaryDirectory(dir=paths.home()) as tmp:
+                req = Path(tmp) / "missing.txt"
+                req.write_text("\n".join(missing) + "\n")
+                (Path(tmp) / "dl").mkdir()
+                PIP_RUNS["download"] += 1
+                proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--require-hashes",
+                                       "--disable-pip-version-check", "-d", f"{tmp}/dl", "-r", str(req)],
+                                      capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise SourceError(f"pip could not download the locked requirements of {what} "
+                                      f"(exit {proc.returncode}):\n{_tail(proc.stderr)}")
+                _store_files(Path(tmp) / "dl")
+    return wheelhouse()
+
+
+RESOLVE_TTL = 24 * 3600
+"""Seconds a resolution of the same requirements (same Python, same source) is reused by resolve_lock."""
+
+
+def resolve_lock(requires: list[str], tree: Path | None, what: str, key: str = "") -> list[str]:
+    """Pin ``requires`` (plus the dependencies of the package at ``tree``) for this interpreter, download
+    every pinned file into the wheelhouse and hash it: lines ``name==version --hash=sha256:...``.
+
+    ``key`` names the source (its content address); a resolution of the same requirements for the same
+    source and Python made within :data:`RESOLVE_TTL` is reused.
+    """
+    blob = json.dumps([sys.version, sys.platform, sorted(requires), key if tree is not None else ""])
+    memo = paths.home() / "resolved" / f"{hashlib.sha256(blob.encode()).hexdigest()[:24]}.json"
+    if memo.exists() and time.time() - memo.stat().st_mtime < RESOLVE_TTL:
+        lock = json.loads(memo.read_text())
+        if not _missing(lock):
+            return lock
+    if paths.offline():
+        raise OfflineError(f"FROG_GYM_OFFLINE=1 but locking the requirements of {what} needs the package index")
+    with tempfile.TemporaryDirectory(dir=paths.home()) as tmp:
+        report = Path(tmp) / "report.json"
+        own = [str(_clean_copy(tree, Path(tmp) / "src"))] if tree is not None else []
+        PIP_RUNS["resolve"] += 1
+        proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "-q",
+                               "--disable-pip-version-check", "--report", str(report), *requires, *own],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SourceError(f"pip could not resolve the requirements of {what} (exit {proc.returncode}):\n"
+                              f"{_tail(proc.stderr)}")
+        house, lock, fetch = wheelhouse(), [], []
+        for item in json.loads(report.read_text())["install"]:
+            if "dir_info" in item["download_info"]:
+                continue  # the package under test itself
+            pin = f"{canonicalize_name(item['metadata']['name'])}=={item['metadata']['version']}"
+            sha = item["download_info"].get("archive_info", {}).get("hashes", {}).get("sha256", "")
+            if sha and (house / "by-hash" / sha).exists():
+                lock.append(f"{pin} --hash=sha256:{sha}")
+            else:
+                fetch.append(pin)
+        if fetch:
+            (Path(tmp) / "dl").mkdir()
+            PIP_RUNS["download"] += 1
+            proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                                   "--disable-pip-version-check", "-d", f"{tmp}/dl", *fetch],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise SourceError(f"pip could not download the pinned requirements of {what}:\n{_tail(proc.stderr)}")
+            for fname, sha in _store_files(Path(tmp) / "dl").items():
+                parsed = parse_wheel_filename(fname) if fname.endswith(".whl") else parse_sdist_filename(fname)
+                lock.append(f"{canonicalize_name(parsed[0])}=={parsed[1]} --hash=sha256:{sha}")
+    lock.sort()
+    memo.parent.mkdir(exist_ok=True)
+    tmp_memo = memo.with_suffix(f".{os.getpid()}.tmp")
+    tmp_memo.write_text(json.dumps(lock))
+    os.replace(tmp_memo, memo)
+    return lock
+
+
+def _clean_copy(tree: Path, dest: Path) -> Path:
+    """A copy of ``tree`` to build from: builds write into the source folder, which must stay pristine."""
+    shutil.copytree(tree, dest, symlinks=True, ignore=shutil.ignore_patterns(_DONE, ".git"))
+    return dest
+
+
+def package_wheel(spec: RepoSpec, tree: Path) -> Path:
+    """The package's own wheel, built once per source from a copy of the tree and kept in the wheelhouse."""
+    d = wheelhouse() / "own" / spec.source.key[:24]
+    for w in sorted(d.glob("*.whl")):
+        return w
+    with _lock(f"wheel-{spec.source.key[:16]}"):
+        for w in sorted(d.glob("*.whl")):
+            return w
+        if paths.offline():
+            raise OfflineError(f"FROG_GYM_OFFLINE=1 but the wheel of '{spec.name}' ({spec.source}) is not built "
+                               f"in {d}; building it needs the package's build backend. Run once with network.")
+        with tempfile.TemporaryDirectory(dir=paths.home()) as tmp:
+            PIP_RUNS["wheel"] += 1
+            proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--disable-pip-version-check",
+                                   "-w", f"{tmp}/out", str(_clean_copy(tree, Path(tmp) / "src"))],
+                                  capture_output=True, text=True)
+            wheels = list(Path(tmp, "out").glob("*.whl")) if proc.returncode == 0 else []
+            if not wheels:
+                raise SourceError(f"Building the package of '{spec.name}' ({spec.source}) failed "
+                                  f"(exit {proc.returncode}). Last lines of the build log:\n"
+                                  f"{_tail(proc.stdout + proc.stderr)}")
+            d.mkdir(parents=True, exist_ok=True)
+            os.replace(wheels[0], d / wheels[0].name)
+            return d / wheels[0].name
+
+
 def build_venv(spec: RepoSpec, tree: Path) -> Path:
-    """The repository's venv, built once per :func:`venv_key` (pinned test requirements, no network later)."""
+    """The repository's venv, built once per :func:`venv_key` (pinned test requirements, no network later).
+
+    With a hashed lock every file comes from the wheelhouse (``--no-index --find-links``), so a venv can be
+    rebuilt without the network once its files are cached."""
     dest = paths.home() / "venvs" / f"{spec.name}-{venv_key(spec)}"
     if (dest / _DONE).exists():
         return dest
@@ -216,30 +383,34 @@ def build_venv(spec: RepoSpec, tree: Path) -> Path:
     with _lock(f"venv-{dest.name}"):
         if (dest / _DONE).exists():
             return dest
-        if paths.offline() and not os.environ.get("PIP_FIND_LINKS"):
+        lock = spec.install.lock
+        hashed = bool(lock) and all(_HASH.search(line) for line in lock)
+        if paths.offline() and not hashed:
             raise OfflineError(f"FROG_GYM_OFFLINE=1 but the venv of '{spec.name}' is not built ({dest}); "
-                               f"building it installs {len(spec.install.lock or spec.install.requires)} pinned "
-                               f"requirements. Run once with network.")
+                               f"building it installs {len(lock or spec.install.requires)} requirements without "
+                               f"a hashed lock. Run once with network, or lock them with frog-gym registry add.")
+        house = ensure_wheels(lock, f"'{spec.name}'") if hashed else None
+        own = package_wheel(spec, tree) if spec.install.install_package else None
         shutil.rmtree(dest, ignore_errors=True)
         log: list[str] = []
         _run_logged([sys.executable, "-m", "venv", "--without-pip", str(dest)], log, "creating the venv", spec)
         py = str(dest / "bin" / "python")
         pip = [sys.executable, "-m", "pip", "--python", py, "install", "-q", "--disable-pip-version-check"]
-        if spec.install.lock:
+        if lock:
             req = dest / "frog-lock.txt"
-            req.write_text("\n".join(spec.install.lock) + "\n")
-            hashed = any("--hash" in line for line in spec.install.lock)
-            _run_logged(pip + ["--no-deps", *(["--require-hashes"] if hashed else []), "-r", str(req)], log,
+            req.write_text("\n".join(lock) + "\n")
+            local = ["--no-index", "--require-hashes", "--find-links", str(house)]
+            _run_logged(pip + ["--no-deps", *(local if hashed else []), "-r", str(req)], log,
                         "installing the locked requirements", spec)
-            if spec.install.install_package:
-                _run_logged(pip + ["--no-deps", str(tree)], log, "installing the package itself", spec)
+            if own is not None:
+                _run_logged(pip + ["--no-deps", "--no-index", str(own)], log, "installing the package itself", spec)
         else:
-            own = [str(tree)] if spec.install.install_package else []
-            _run_logged(pip + [*spec.install.requires, *own], log, "installing the requirements", spec)
+            _run_logged(pip + [*spec.install.requires, *([str(own)] if own else [])], log,
+                        "installing the requirements", spec)
         site = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                    capture_output=True, text=True, check=True).stdout.strip())
-        if spec.install.install_package:
-            _strip_own_modules(site, spec.source.name or spec.name)
+        if own is not None:
+            _strip_own_modules(site, parse_wheel_filename(own.name)[0])
         (site / "_frog_testbed.pth").write_text(
             "".join(f"{os.path.normpath(os.path.join(TESTBED, p))}\n" for p in spec.install.import_paths))
         for step in spec.install.steps:
@@ -258,7 +429,12 @@ def frozen_requirements(venv: Path) -> list[str]:
 
 
 def prepare(spec: RepoSpec) -> PreparedRepo:
-    """Fetch, verify, unpack and build a repository; every step reuses the cache when it can."""
+    """Fetch, verify, unpack and build a repository; every step reuses the cache when it can.
+
+    Raises:
+        SourceError: the running Python is outside the spec's ``python.requires``, or a step failed.
+    """
+    check_python(spec)
     tree = snapshot_tree(spec)
     return PreparedRepo(spec, tree, build_venv(spec, tree))
 

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from frog_gym.errors import SpecError, UnknownNameError
+from frog_gym.errors import SourceError, SpecError, UnknownNameError
 from frog_gym.schema import Field, check
 
 if sys.version_info >= (3, 11):
@@ -99,10 +99,10 @@ REPO_SCHEMA = {
                   f"'_' or '.', got {v!r}", doc="registry name"),
     "kind": Field(str, required=False, default="", doc="what the library does, e.g. 'parsing'"),
     "license": Field(str, required=False, default="", doc="SPDX license of the source"),
-    "description": Field(str, required=False, default=""),
+    "description": Field(str, required=False, default="", doc="one-line summary"),
     "source": Field(dict, schema=SOURCE_SCHEMA),
     "python": Field(dict, required=False, schema={
-        "requires": Field(str, required=False, default="", doc="PEP 440 specifier, e.g. '>=3.9'")}),
+        "requires": Field(str, required=False, default="", doc="PEP 440 specifier checked against the running Python, e.g. '>=3.9'")}),
     "install": Field(dict, required=False, schema=INSTALL_SCHEMA),
     "tests": Field(dict, schema=TESTS_SCHEMA),
     "generate": Field(dict, required=False, schema=GENERATE_SCHEMA),
@@ -249,3 +249,69 @@ def load_repo(name: str) -> RepoSpec:
         raise UnknownNameError("repository", name, repo_names(), "See `frog-gym registry list`.")
     with resources.as_file(_repo_dir().joinpath(f"{name}.toml")) as p:
         return load_repo_file(p)
+
+
+def python_problem(spec: RepoSpec, version: str | None = None) -> str | None:
+    """Why the running interpreter (or ``version``) cannot run ``spec``, or None when it can.
+
+    >>> python_problem(parse_repo({"name": "x", "source": {"git": ".", "commit": "0" * 40},
+    ...     "python": {"requires": ">=3.99"}, "tests": {"paths": ["t"]}}, "x.toml"), "3.11.7")
+    "x.toml: field 'python.requires': '>=3.99' excludes Python 3.11.7; run frog-gym with a Python it allows"
+    """
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if not spec.python_requires:
+        return None
+    version = version or ".".join(map(str, sys.version_info[:3]))
+    try:
+        allowed = SpecifierSet(spec.python_requires)
+    except InvalidSpecifier:
+        return f"{spec.path}: field 'python.requires': {spec.python_requires!r} is not a PEP 440 specifier"
+    if allowed.contains(version, prereleases=True):
+        return None
+    return (f"{spec.path}: field 'python.requires': {spec.python_requires!r} excludes Python {version}; "
+            f"run frog-gym with a Python it allows")
+
+
+def check_python(spec: RepoSpec) -> None:
+    """Raise :class:`SourceError` when the running interpreter is outside ``python.requires``."""
+    if problem := python_problem(spec):
+        raise SourceError(problem)
+
+
+def repos_dir() -> Path:
+    """The folder of the registered spec files (a real folder in an editable install)."""
+    with resources.as_file(_repo_dir()) as p:
+        return Path(p)
+
+
+def load_spec(name_or_path: str) -> RepoSpec:
+    """A registered spec by name, or any spec file by path (anything ending in ``.toml``)."""
+    if name_or_path.endswith(".toml"):
+        return load_repo_file(name_or_path)
+    return load_repo(name_or_path)
+
+
+def schema_doc() -> str:
+    """The spec schema as text: every table and field, its type, whether required, and what it means."""
+    names = {str: "string", int: "integer", float: "number", bool: "boolean", list: "list", dict: "table"}
+    lines = ["A repository spec is a TOML file registry/repos/<name>.toml. Unknown keys are refused.", ""]
+
+    def render(schema: dict[str, Field], prefix: str) -> None:
+        for key, f in schema.items():
+            if f.schema is not None:
+                continue
+            t = names.get(f.type, f.type.__name__) + (f" of {names.get(f.items, '?')}s" if f.items else "")
+            req = "required" if f.required else "optional"
+            default = f.default() if callable(f.default) else f.default
+            dflt = "" if f.required or default in (None, "", [], {}) else f", default {default!r}"
+            lines.append(f"  {prefix}{key:<16} {t} ({req}{dflt})" + (f": {f.doc}" if f.doc else ""))
+
+    render(REPO_SCHEMA, "")
+    for key, f in REPO_SCHEMA.items():
+        if f.schema is not None:
+            lines += ["", f"[{key}]" + ("" if f.required else " (optional table)")]
+            render(f.schema, "")
+    lines += ["", "A source is either pypi + version + sha256, or git + commit. frog-gym registry add writes",
+              "the sha256, the hashed lock and [measured]; `frog-gym registry validate NAME` re-checks them."]
+    return "\n".join(lines)

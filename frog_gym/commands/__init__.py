@@ -10,4 +10,5 @@ COMMANDS: dict[str, str] = {
     "generate": "frog_gym.commands.generate",
     "import": "frog_gym.commands.import_",
     "tasks": "frog_gym.commands.tasks",
+    "registry": "frog_gym.commands.registry",
 }
