@@ -289,10 +289,10 @@ def validate_candidate(spec: RepoSpec, sites: list[Site], tests: list[str], cfg:
     """Validate one candidate in this process's workspace (the process pool's unit of work)."""
     repo, template, ws, gold, runner = _worker_state(spec, cfg.fork_server)
     changes = bug_changes_of(repo, sites)
-    budget = float(min(300, max(60, 3 * spec.tests.suite_budget)))
+    budget = 3 * cfg.max_run_seconds
     return validate(repo, changes, candidates=tests, runs=cfg.runs,
                     max_fail_to_pass=cfg.max_fail_to_pass * len(sites), timeout=budget, base=template,
-                    workspace=ws, details=True, gold_cache=gold, test_args=(f"--timeout={cfg.test_timeout}",),
+                    workspace=ws, details=True, gold_cache=gold, test_args=(f"--timeout={cfg.test_timeout}", "--tb=short"),
                     runner=runner, max_run_seconds=cfg.max_run_seconds)
 
 
@@ -414,12 +414,18 @@ class _Pool:
 
 def _ordered(pool: _Pool, spec: RepoSpec, cands: Iterator[Candidate], cfg: GenerateConfig,
              window: int) -> Iterator[tuple[Candidate, Validation]]:
-    """Validate candidates with ``window`` in flight, yielding results in candidate order."""
+    """Validate candidates with ``window`` running at once, yielding results in candidate order.
+
+    A slow candidate at the head of the line does not stall the others: submission counts only the
+    futures still running, and finished ones wait (at most ``16 * window``) in a reorder buffer.
+    """
+    from concurrent.futures import FIRST_COMPLETED, wait
+
     pending: list[tuple[Candidate, Future]] = []
     it = iter(cands)
     exhausted = False
     while True:
-        while not exhausted and len(pending) < window:
+        while not exhausted and sum(not f.done() for _, f in pending) < window and len(pending) < 16 * window:
             c = next(it, None)
             if c is None:
                 exhausted = True
@@ -427,7 +433,11 @@ def _ordered(pool: _Pool, spec: RepoSpec, cands: Iterator[Candidate], cfg: Gener
             pending.append((c, pool.submit(validate_candidate, spec, c.sites, c.tests, cfg)))
         if not pending:
             return
-        c, fut = pending.pop(0)
+        c, fut = pending[0]
+        if not fut.done():
+            wait([f for _, f in pending if not f.done()], timeout=5, return_when=FIRST_COMPLETED)
+            continue
+        pending.pop(0)
         try:
             v = fut.result()
         except Exception as e:  # noqa: BLE001 (one broken candidate must not stop the run)
@@ -520,7 +530,7 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
 
         accepted = 0
         if want_single:
-            for cand, v in _ordered(pool, spec, candidates(), cfg, window=2 * cfg.workers):
+            for cand, v in _ordered(pool, spec, candidates(), cfg, window=cfg.workers + 1):
                 s = cand.sites[0]
                 summary.tried += 1
                 summary.test_runs += v.test_runs
@@ -615,7 +625,7 @@ def _combine(pool: _Pool, repo: PreparedRepo, cmap: coverage_map.CoverageMap, pa
             picked_of[c.iid] = picked
             yield c
 
-    for cand, v in _ordered(pool, spec, cands(), cfg, window=2 * cfg.workers):
+    for cand, v in _ordered(pool, spec, cands(), cfg, window=cfg.workers + 1):
         summary.tried += 1
         summary.test_runs += v.test_runs
         need = {t for d in picked_of[cand.iid] for t in d["FAIL_TO_PASS"]}

@@ -182,6 +182,8 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
 
         results: list[dict[str, TestStatus]] = []
         first = run(tuple(ids), True, details)
+        if first.infra_failure and first.infra_failure.startswith("grading timed out"):
+            return result(False, f"too slow: the buggy tree's run timed out after {timeout:.0f} s", runs=1)
         if first.infra_failure:
             return result(False, f"infrastructure failure: {first.infra_failure}", runs=1)
         results.append(first.statuses)
@@ -195,6 +197,8 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
             return result(False, f"the bug breaks {len(failing)} tests (limit {max_fail_to_pass})")
         if runs > 1:
             r = run(tuple(ids), True, repeat=runs - 1)
+            if r.infra_failure and r.infra_failure.startswith("grading timed out"):
+                return result(False, f"too slow: a rerun timed out after {timeout:.0f} s", runs=2)
             if r.infra_failure:
                 return result(False, f"infrastructure failure: {r.infra_failure}", runs=2)
             results.extend(r.passes or [r.statuses])
