@@ -65,7 +65,7 @@ class GenerateConfig:
     """Runs of the buggy tree per candidate; every run must agree."""
     max_fail_to_pass: int = 40
     """Bugs that break more tests than this are refused (too easy), import crashes apart."""
-    max_candidate_tests: int = 80
+    max_candidate_tests: int = 50
     """At most this many covering tests run per candidate (a seeded sample when more cover it)."""
     crash_fraction: float = 0.05
     """At most this share of a repository's tasks may be import crashes."""
