@@ -191,6 +191,8 @@ class DockerSandbox:
         image: run this image instead (a SWE-bench instance image, say); it needs bash and ``setpriv``.
         env: extra environment variables (the repository spec's ``install.env`` by default).
         cpus: CPU cores the container may use.
+        read_only: keep the root filesystem read-only (False for a grading run that installs into the image's
+            environment, as SWE-bench eval scripts may; the container is discarded after).
         client: a docker SDK client (default: from ``DOCKER_HOST``).
     """
 
@@ -198,13 +200,15 @@ class DockerSandbox:
 
     def __init__(self, workspace: Path, repo: PreparedRepo | None = None, limits: Limits | None = None,
                  binds: tuple[tuple[Path, str, bool], ...] = (), *, image: str | None = None,
-                 env: dict[str, str] | None = None, cpus: float | None = None, client: Any | None = None):
+                 env: dict[str, str] | None = None, cpus: float | None = None, read_only: bool = True,
+                 client: Any | None = None):
         self.host_root = Path(workspace)
         self.limits = limits or Limits()
         venv = repo.venv if repo is not None and image is None else None
         self.env = base_env(venv, {**(repo.spec.install.env if repo is not None else {}), **(env or {})})
         self.binds = binds
         self.cpus = cpus or float(min(2, os.cpu_count() or 1))
+        self.read_only = read_only
         self.client = client or docker_client()
         self.image = image or image_for(repo, self.client)
         st = os.stat(self.host_root)
@@ -239,7 +243,7 @@ class DockerSandbox:
         ul = docker.types.Ulimit
         return dict(
             image=self.image, command=command, user="0:0", working_dir=TESTBED, environment=env, hostname="sandbox",
-            labels={**_owner_labels(), **labels}, network_mode="none", read_only=True, mounts=mounts,
+            labels={**_owner_labels(), **labels}, network_mode="none", read_only=self.read_only, mounts=mounts,
             tmpfs={"/tmp": f"size={lim.tmp_bytes},mode=1777,exec"}, mem_limit=lim.memory_bytes,
             memswap_limit=lim.memory_bytes, pids_limit=lim.max_processes, nano_cpus=int(self.cpus * 1e9),
             cap_drop=["ALL"], cap_add=["KILL", "SETUID", "SETGID", "SETPCAP", "DAC_OVERRIDE"],
