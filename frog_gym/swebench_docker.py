@@ -97,7 +97,8 @@ def _testbed_template(image: str, client: Any) -> Template:
 def agent_path(image: str, client: Any) -> str:
     """The PATH of commands in ``image``: SWE-bench's conda environment first, then the image's own PATH."""
     env = client.images.get(image).attrs.get("Config", {}).get("Env") or []
-    own = next((e[5:] for e in env if e.startswith("PATH=")), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    default = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    own = next((e[5:] for e in env if e.startswith("PATH=")), default)
     return f"{CONDA_PATH}:{own}"
 
 

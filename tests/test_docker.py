@@ -41,7 +41,8 @@ def test_repo_image_has_the_venv_at_its_path_and_imports_from_testbed(client, in
     (tmp_path / "inflection").mkdir()
     (tmp_path / "inflection" / "__init__.py").write_text("WHERE = 'testbed'\n")
     with DockerSandbox(tmp_path, inflection, client=client) as sb:
-        r = sb.run("python -c 'import inflection, sys; print(inflection.WHERE, sys.prefix)'; python -m pytest --version")
+        r = sb.run("python -c 'import inflection, sys; print(inflection.WHERE, sys.prefix)'; "
+                   "python -m pytest --version")
     assert r.exit_code == 0, r.output
     assert f"testbed {inflection.venv}" in r.output and "pytest 8" in r.output
 

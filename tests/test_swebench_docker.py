@@ -99,7 +99,8 @@ def test_gold_fix_is_resolved_and_bare_submit_is_not(instance_and_image, docker_
     try:
         obs, info = env.reset()
         assert "add(-2, 3)" in obs and info["image"] == image
-        out = env.step({"tool": "bash", "command": "git log --oneline | wc -l; id -u; python -m pytest -q -p no:cacheprovider"})[0]
+        cmd = "git log --oneline | wc -l; id -u; python -m pytest -q -p no:cacheprovider"
+        out = env.step({"tool": "bash", "command": cmd})[0]
         assert out.split()[:2] == ["1", "65534"] and "1 passed" in out
         obs, reward, terminated, _, info = env.step({"tool": "str_replace", "path": "calc.py",
                                                      "old_str": "abs(a) + b", "new_str": "a + b"})
