@@ -60,14 +60,29 @@ for line in sys.stdin:
         sys.stdout.flush(); sys.stderr.flush()
         os._exit(code)
     deadline = time.monotonic() + req["timeout"]
-    status = None
+    idle_limit = req.get("idle", 0)
+    status, idle, last_cpu, last_change, polls = None, False, -1, time.monotonic(), 0
     while True:
         done, st = os.waitpid(pid, os.WNOHANG)
         if done:
             status = st
             break
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             break
+        polls += 1
+        if idle_limit and polls % 50 == 0:  # a child that stopped using CPU is stuck (a deadlock): end it
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                cpu = int(fields[11]) + int(fields[12])
+            except (OSError, ValueError, IndexError):
+                cpu = last_cpu
+            if cpu != last_cpu:
+                last_cpu, last_change = cpu, now
+            elif now - last_change > idle_limit:
+                idle = True
+                break
         time.sleep(0.005)
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -75,7 +90,7 @@ for line in sys.stdin:
         pass
     if status is None:
         os.waitpid(pid, 0)
-    say({"exit": None if status is None else os.waitstatus_to_exitcode(status)})
+    say({"exit": None if status is None else os.waitstatus_to_exitcode(status), "idle": idle})
 '''
 
 
@@ -133,8 +148,9 @@ class PytestServer:
                 self._buf += chunk
 
     def run(self, ids: tuple[str, ...], timeout: float, *, details: bool = False, args: tuple[str, ...] = (),
-            repeat: int = 1) -> RunResult:
-        """Like :func:`frog_gym.grading.run_tests` on the server's workspace."""
+            repeat: int = 1, idle: float = 0) -> RunResult:
+        """Like :func:`frog_gym.grading.run_tests` on the server's workspace; with ``idle`` > 0, a run that
+        uses no CPU for that many seconds (a deadlock) ends like a timeout."""
         start = time.monotonic()
         (self.out_dir / "report.json").unlink(missing_ok=True)
         (self.in_dir / "select.json").write_text(json.dumps(list(ids)))
@@ -146,7 +162,7 @@ class PytestServer:
         argv = [*self.repo.spec.pytest_args, "-q", "-p", "frog_report", *args, *test_files_of(ids)]
         assert self.proc.stdin is not None
         try:
-            self.proc.stdin.write((json.dumps({"args": argv, "env": env, "timeout": timeout}) + "\n").encode())
+            self.proc.stdin.write((json.dumps({"args": argv, "env": env, "timeout": timeout, "idle": idle}) + "\n").encode())
             self.proc.stdin.flush()
         except OSError:
             return RunResult({}, None, "", "the pytest server died", seconds=time.monotonic() - start)
@@ -154,7 +170,8 @@ class PytestServer:
         if reply is None:
             return RunResult({}, None, "", "the pytest server died", seconds=time.monotonic() - start)
         if reply["exit"] is None:
-            return RunResult({}, None, "", f"grading timed out after {timeout:.0f} s", seconds=time.monotonic() - start)
+            why = f"no CPU used for {idle:.0f} s (stuck)" if reply.get("idle") else f"after {timeout:.0f} s"
+            return RunResult({}, None, "", f"grading timed out: {why}", seconds=time.monotonic() - start)
         log = self.out_dir / "log.txt"
         output = log.read_text(errors="replace")[-4000:] if log.exists() else ""
         return read_report(self.out_dir / "report.json", ids, reply["exit"], output, time.monotonic() - start)
@@ -179,8 +196,8 @@ class PytestServer:
 class Runner:
     """Runs tests on one workspace through a :class:`PytestServer`, or plain ``run_tests`` when none starts."""
 
-    def __init__(self, repo: PreparedRepo, workspace: Path, use_server: bool = True):
-        self.repo, self.workspace = repo, workspace
+    def __init__(self, repo: PreparedRepo, workspace: Path, use_server: bool = True, idle: float = 10.0):
+        self.repo, self.workspace, self.idle = repo, workspace, idle
         self.server: PytestServer | None = None
         self.use_server = use_server
 
@@ -192,7 +209,7 @@ class Runner:
             except ServerUnavailable:
                 self.use_server = False
         if self.use_server and self.server is not None:
-            r = self.server.run(ids, timeout, details=details, args=args, repeat=repeat)
+            r = self.server.run(ids, timeout, details=details, args=args, repeat=repeat, idle=self.idle)
             if r.infra_failure != "the pytest server died":
                 return r
             self.server.close()

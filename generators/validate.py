@@ -167,22 +167,26 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
     with _workspace(workspace) as ws:
         count = 0
 
-        def run(selected: tuple[str, ...], buggy: bool, want_details: bool = False, repeat: int = 1) -> RunResult:
+        def run(selected: tuple[str, ...], buggy: bool, want_details: bool = False, repeat: int = 1,
+                extra: tuple[str, ...] = ()) -> RunResult:
             nonlocal count
             count += 1
             ws.sync(base)
             if buggy:
                 write_changes(ws.path, changes)
+            args = (*test_args, *extra)
             if runner is not None:
-                return runner(selected, timeout, details=want_details, args=test_args, repeat=repeat)
-            return run_tests(repo, ws.path, selected, timeout, details=want_details, args=test_args, repeat=repeat)
+                return runner(selected, timeout, details=want_details, args=args, repeat=repeat)
+            return run_tests(repo, ws.path, selected, timeout, details=want_details, args=args, repeat=repeat)
 
         def result(ok: bool, reason: str = "", **kw) -> Validation:
             return Validation(ok, reason, runs=kw.pop("runs", len(results)), seconds=time.monotonic() - start,
                               test_runs=count, **kw)
 
         results: list[dict[str, TestStatus]] = []
-        first = run(tuple(ids), True, details)
+        # past max_fail_to_pass failures the bug is refused anyway, so the first run may stop there
+        stop = (f"--maxfail={max_fail_to_pass + 1}",) if max_fail_to_pass is not None else ()
+        first = run(tuple(ids), True, details, extra=stop)
         if first.infra_failure and first.infra_failure.startswith("grading timed out"):
             return result(False, f"too slow: the buggy tree's run timed out after {timeout:.0f} s", runs=1)
         if first.infra_failure:
