@@ -26,6 +26,7 @@ import re
 import warnings
 from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeGuard
 
 Finder = Callable[[str, ast.Module], "list[Mutation]"]
 """The signature every family exposes as ``find(source, tree)``."""
@@ -223,6 +224,12 @@ def binds_looser_than_sum(node: ast.AST) -> bool:
     return isinstance(node, ast.BinOp) and isinstance(node.op, _LOOSE_OPS)
 
 
+def last_line(node: ast.AST) -> int:
+    """The 1-based last line of a node with a position (``end_lineno`` is typed optional)."""
+    end = getattr(node, "end_lineno", None)
+    return end if end is not None else node.lineno  # type: ignore[attr-defined, no-any-return]
+
+
 def snippet(text: str, width: int = 40) -> str:
     """A one-line, shortened rendering of source text for descriptions."""
     flat = " ".join(text.split())
@@ -314,10 +321,10 @@ class SourceMap:
         """``(start, end)`` of the full lines of ``stmt`` when nothing but a comment shares them."""
         if self.indent(stmt) is None:
             return None
-        after = self.source[self.end(stmt) : self.line_end(stmt.end_lineno)].strip()  # type: ignore[arg-type]
+        after = self.source[self.end(stmt) : self.line_end(last_line(stmt))].strip()
         if after and not after.startswith("#"):
             return None
-        return self.line_start(stmt.lineno), self.line_end(stmt.end_lineno)  # type: ignore[arg-type]
+        return self.line_start(stmt.lineno), self.line_end(last_line(stmt))
 
     def newline(self, lineno: int) -> str:
         """The line break that ends line ``lineno`` (``"\\n"`` when it has none)."""
@@ -447,7 +454,7 @@ class SourceMap:
         if key not in self._blocks:
             self._blocks[key] = (
                 [self.line_start(s.lineno) for s in block],
-                [self.line_end(s.end_lineno) for s in block],  # type: ignore[arg-type]
+                [self.line_end(last_line(s)) for s in block],
                 [self.start(s) for s in block],
                 [self.end(s) for s in block],
             )
@@ -621,7 +628,7 @@ def string_literal(original: str, value: str) -> str:
     return f"{prefix}{quote}{value}{quote}"
 
 
-def is_range_call(node: ast.AST) -> bool:
+def is_range_call(node: ast.AST) -> TypeGuard[ast.Call]:
     """Whether ``node`` is ``range(...)`` with one to three plain positional arguments."""
     return (
         isinstance(node, ast.Call)

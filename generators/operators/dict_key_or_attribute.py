@@ -80,8 +80,8 @@ def find(source: str, tree: ast.Module, limit: int | None = ALTERNATIVES) -> lis
         keys_on[_base(sm, n.value)].add(n.slice.value)  # type: ignore[attr-defined]
     all_keys = set().union(*keys_on.values())
     attributes_on: dict[str, set[str]] = defaultdict(set)
-    for n in attributes:
-        attributes_on[_base(sm, n.value)].add(n.attr)
+    for a in attributes:
+        attributes_on[_base(sm, a.value)].add(a.attr)
 
     found: list[Mutation] = []
     rankings: dict[tuple[str, str, str], list[str]] = {}  # many sites share a name and an object
@@ -94,13 +94,13 @@ def find(source: str, tree: ast.Module, limit: int | None = ALTERNATIVES) -> lis
             new = string_literal(old, other)
             description = f"key `[{old}]` -> `[{new}]` in {sm.label(n)}"
             found.append(sm.mutation(FAMILY, *sm.span(n.slice), new, description))
-    for n in attributes:
-        start = _attribute_name_start(sm, n)
-        old = sm.source[start : sm.end(n)]
-        base = _base(sm, n.value)
-        if ("attribute", n.attr, base) not in rankings:
-            rankings["attribute", n.attr, base] = _ranked(n.attr, attributes_on[base], set(), limit)
-        for other in rankings["attribute", n.attr, base]:
-            description = f"attribute `.{old}` -> `.{other}` in {sm.label(n)}"
-            found.append(sm.mutation(FAMILY, start, sm.end(n), other, description))
+    for a in attributes:
+        start = _attribute_name_start(sm, a)
+        old = sm.source[start : sm.end(a)]
+        base = _base(sm, a.value)
+        if ("attribute", a.attr, base) not in rankings:
+            rankings["attribute", a.attr, base] = _ranked(a.attr, attributes_on[base], set(), limit)
+        for other in rankings["attribute", a.attr, base]:
+            description = f"attribute `.{old}` -> `.{other}` in {sm.label(a)}"
+            found.append(sm.mutation(FAMILY, start, sm.end(a), other, description))
     return sm.finish(found)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from .base import Mutation, SourceMap, removal, snippet, tokens_between
+from .base import Mutation, SourceMap, last_line, removal, snippet, tokens_between
 
 FAMILY = "exception_handling"
 
@@ -51,7 +51,7 @@ def _string_lines(node: ast.AST) -> set[int]:
         line
         for n in ast.walk(node)
         if isinstance(n, (ast.Constant, ast.JoinedStr)) and n.end_lineno != n.lineno
-        for line in range(n.lineno + 1, n.end_lineno + 1)
+        for line in range(n.lineno + 1, last_line(n) + 1)
     }
 
 
@@ -89,7 +89,7 @@ def _unwrapped(sm: SourceMap, node: ast.Try) -> tuple[int, int, str] | None:
         else_indent = sm.indent(node.orelse[0])
         if else_line is None or else_indent is None or node.orelse[0].lineno == else_line:
             return None
-        text += _dedented(sm, range(else_line + 1, node.end_lineno + 1), else_indent, indent, frozen)
+        text += _dedented(sm, range(else_line + 1, last_line(node) + 1), else_indent, indent, frozen)
     return lines[0], lines[1], text
 
 

@@ -49,10 +49,9 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
                 )
                 found += shift_both(sm, FAMILY, node.args[0], "loop stop")
             else:
-                start, stop = range_bounds(node)
-                found += shift_both(sm, FAMILY, start, "loop start") + shift_both(
-                    sm, FAMILY, stop, "loop stop"
-                )
+                first, last = range_bounds(node)
+                found += shift_both(sm, FAMILY, first, "loop start")
+                found += shift_both(sm, FAMILY, last, "loop stop")
         elif isinstance(node, ast.While):
             for compare in while_bounds(node):
                 found += shift_both(sm, FAMILY, compare.comparators[0], "while bound")

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import ast
+from typing import TypeGuard
 
 from .base import Mutation, SourceMap, removal, snippet
 
@@ -23,7 +24,7 @@ FAMILY = "removed_statement"
 _SITES = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Delete, ast.Continue)
 
 
-def is_site(node: ast.AST) -> bool:
+def is_site(node: ast.AST) -> TypeGuard[ast.stmt]:
     """Whether ``node`` is a statement this family may delete."""
     if isinstance(node, ast.AnnAssign):
         return node.value is not None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import itertools
 
-from .base import Mutation, SourceMap, snippet, tokens_between
+from .base import Mutation, SourceMap, last_line, snippet, tokens_between
 
 FAMILY = "swapped_if_else"
 
@@ -41,11 +41,11 @@ def _statement_swap(sm: SourceMap, node: ast.If) -> tuple[int, int, str] | None:
         return lo, hi, sm.source[mid_hi:hi] + sm.source[mid_lo:mid_hi] + sm.source[lo:mid_lo]
     if any(inline) or sm.indent(body[0]) is None or sm.indent(body[0]) != sm.indent(orelse[0]):
         return None
-    lo, mid_lo = sm.line_start(body[0].lineno), sm.line_end(body[-1].end_lineno)
-    mid_hi, hi = sm.line_start(orelse[0].lineno), sm.line_end(orelse[-1].end_lineno)
+    lo, mid_lo = sm.line_start(body[0].lineno), sm.line_end(last_line(body[-1]))
+    mid_hi, hi = sm.line_start(orelse[0].lineno), sm.line_end(last_line(orelse[-1]))
     first, middle, last = sm.source[lo:mid_lo], sm.source[mid_lo:mid_hi], sm.source[mid_hi:hi]
     if not last.endswith(("\n", "\r")):
-        last, first = last + sm.newline(body[-1].end_lineno), first.rstrip("\r\n")
+        last, first = last + sm.newline(last_line(body[-1])), first.rstrip("\r\n")
     return lo, hi, last + middle + first
 
 
