@@ -4,11 +4,15 @@ Modules import their heavy dependencies inside ``run`` so that ``frog-gym --help
 """
 
 COMMANDS: dict[str, str] = {
+    "bench": "frog_gym.commands.bench",
     "demo": "frog_gym.commands.demo",
     "docker": "frog_gym.commands.docker",
     "export": "frog_gym.commands.export",
     "generate": "frog_gym.commands.generate",
     "import": "frog_gym.commands.import_",
+    "leaderboard": "frog_gym.commands.leaderboard",
+    "predictions": "frog_gym.commands.predictions",
+    "suites": "frog_gym.commands.suites",
     "tasks": "frog_gym.commands.tasks",
     "registry": "frog_gym.commands.registry",
 }

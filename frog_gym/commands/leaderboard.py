@@ -1,0 +1,40 @@
+"""``frog-gym leaderboard``: render the leaderboard (README.md, index.html, plots) from stored results."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "Render leaderboard/README.md and index.html from stored results (one table per harness)."
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--add", action="append", default=[], metavar="RUN_DIR",
+                   help="first copy a bench run's results into leaderboard/results/ (repeatable)")
+    p.add_argument("--results", action="append", default=[], metavar="PATH",
+                   help="also include these results files or run directories, without storing them")
+    p.add_argument("--out", help="where to write README.md, index.html and plots/ (default: the leaderboard "
+                                 "package folder)")
+    p.add_argument("--one-table", action="store_true",
+                   help="rank every result in a single table (refused when they come from several harnesses)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from frog_gym.leaderboard.render import add_run, leaderboard_dir, load_results, render, results_dir, table
+
+    root = leaderboard_dir()
+    for run_dir in args.add:
+        dest = add_run(Path(run_dir))
+        print(f"added {run_dir} -> {dest}")
+    sources = [results_dir(root), *map(Path, args.results)]
+    results = load_results(sources)
+    if args.one_table:
+        table(results)  # raises with an explanation when fingerprints differ
+    out = Path(args.out) if args.out else root
+    tables = render(results, out)
+    for t in tables:
+        best = t.ranked[0] if t.ranked else None
+        lead = f"; leader {best.agent} {100 * best.rate:.1f}%" if best else ""
+        print(f"harness {t.fingerprint} ({t.harness.get('suite')}): {len(t.rows)} agent(s){lead}")
+    print(f"wrote {out / 'README.md'}, {out / 'index.html'} and {len(tables)} plot(s) in {out / 'plots'}")
+    return 0

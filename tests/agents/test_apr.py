@@ -1,0 +1,72 @@
+"""The `apr` agent: its pure parts, and real episodes where it solves some tasks and honestly fails others."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from frog_gym.agents.apr import AprAgent, candidates_for, statement_names, transition
+from frog_gym.agents.base import Agent
+from frog_gym.bench import bench
+from frog_gym.harness import HarnessSpec
+
+SOLVABLE = ["frogtoy__handwritten-0004", "toolz__handwritten-0004"]  # a flipped `<`; `n + 1` for `n`
+UNSOLVABLE = ["frogtoy__handwritten-0003"]  # `e + f` for `e * f`: no local edit of ours undoes it
+
+
+def test_transition_is_a_unique_minimal_replacement():
+    current = "def f(x):\n    return x + 1\n\ndef g(x):\n    return x + 1\n"
+    target = current.replace("g(x):\n    return x + 1", "g(x):\n    return x - 1")
+    old, new = transition(current, target)
+    assert current.count(old) == 1
+    assert current.replace(old, new) == target
+    assert old == "def g(x):\n    return x + 1\n"
+
+
+def test_transition_handles_deletions_and_the_file_end():
+    current, target = "a\nb\nc", "a\nc"
+    old, new = transition(current, target)
+    assert current.replace(old, new) == target and current.count(old) == 1
+    with pytest.raises(ValueError, match="nothing to replace"):
+        transition("x", "x")
+
+
+def test_statement_names_are_the_quoted_identifiers():
+    assert statement_names("`drop(2, [10, 20])` returns `[40, 50]`; see `toolz.drop`") == ["drop", "toolz"]
+
+
+def test_candidates_follow_suspicion_then_the_named_function_then_the_family():
+    source = "def first(xs):\n    return xs[1]\n\n\ndef last(xs):\n    return xs[len(xs) - 2]\n"
+    lines = [("m.py", 2, 0.5), ("m.py", 6, 0.5)]
+    cands = candidates_for(lines, {"m.py": source}, names=["last"])
+    assert cands and cands[0].path == "m.py"
+    assert "last()" in cands[0].description  # equally suspicious, but the statement names last()
+    fixed = "def first(xs):\n    return xs[1]\n\n\ndef last(xs):\n    return xs[len(xs) - 1]\n"
+    assert fixed in [c.text for c in cands]
+    assert len({c.text for c in cands}) == len(cands)
+
+
+def test_options_are_checked():
+    assert isinstance(AprAgent(), Agent)
+    with pytest.raises(ValueError, match="at least 6"):
+        AprAgent(max_steps=3)
+
+
+def test_apr_solves_some_tasks_and_honestly_fails_others(tmp_path):
+    spec = HarnessSpec.for_suite(",".join(SOLVABLE + UNSOLVABLE))
+    summary = bench(spec, "apr", {}, tmp_path, workers=1, progress=False)
+    by_task = {r.task_id: r for r in summary.results}
+    assert not any(r.infra_failure for r in by_task.values())
+    for t in SOLVABLE:
+        assert by_task[t].resolved, t
+        removed = [ln for ln in by_task[t].model_patch.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+        assert len(removed) == 1  # one local edit
+    for t in UNSOLVABLE:
+        r = by_task[t]
+        assert not r.resolved and r.submitted and r.model_patch == ""  # it reverts what did not work
+        assert r.steps <= spec.max_steps
+    records = [json.loads(ln) for ln in (tmp_path / "trajectories" / f"{SOLVABLE[0]}__s0.jsonl").open()]
+    tools = [r["action"]["tool"] for r in records if r["type"] == "step"]
+    assert tools[-1] == "submit" and "str_replace" in tools  # edits go through the env's own tools
+    assert records[-1]["agent_stats"]["extra"]["outcome"].startswith("solved by frogtoy.py:")
