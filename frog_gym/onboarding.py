@@ -111,15 +111,24 @@ def parse_source(text: str) -> SourceArg:
 
 
 def _fetch_release(name: str, version: str) -> str:
-    """Download a release's sdist into the cache (if not there yet) and return its sha256, computed here."""
+    """Download a release's sdist into the cache (if not there yet) and return its sha256, computed here.
+
+    A release fetched before is re-hashed from the cache instead of downloaded again."""
     cache = paths.home() / "sdists"
     cache.mkdir(exist_ok=True)
+    memo = cache / f"{canonicalize_name(name)}-{version}.sha256"
+    if memo.exists():
+        known = memo.read_text().strip()
+        for archive in cache.glob(f"{known}.*"):
+            if sha256_file(archive) == known:
+                return known
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         archive = download_sdist(name, version, Path(tmp))
         sha = sha256_file(archive)
         suffix = ".zip" if archive.name.endswith(".zip") else ".tar.gz"
         if not list(cache.glob(f"{sha}.*")):
             os.replace(archive, cache / f"{sha}{suffix}")
+    memo.write_text(sha + "\n")
     return sha
 
 
@@ -470,8 +479,9 @@ def add(source: str, opts: AddOptions, progress: Progress = _noop) -> AddResult:
                        else any((tree / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg")))
     requires = merge_requires(opts.requires)
     progress(f"{name}: locking {len(requires)} test requirement(s)", 1, total)
+    release = f"{src.name}=={src.version}" if src.kind == "pypi" else ""
     lock = resolve_lock(requires, tree if install_package else None, f"'{name}'",
-                        key=table.get("sha256") or table["commit"])
+                        key=table.get("sha256") or table["commit"], release=release)
     install: dict[str, Any] = {"import_paths": import_paths, "requires": requires, "lock": lock}
     if not install_package:
         install["install_package"] = False

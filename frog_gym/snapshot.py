@@ -285,9 +285,12 @@ RESOLVE_TTL = 24 * 3600
 """Seconds a resolution of the same requirements (same Python, same source) is reused by resolve_lock."""
 
 
-def resolve_lock(requires: list[str], tree: Path | None, what: str, key: str = "") -> list[str]:
+def resolve_lock(requires: list[str], tree: Path | None, what: str, key: str = "", release: str = "") -> list[str]:
     """Pin ``requires`` (plus the dependencies of the package at ``tree``) for this interpreter, download
     every pinned file into the wheelhouse and hash it: lines ``name==version --hash=sha256:...``.
+
+    ``release`` (``name==version``), for a PyPI source, resolves the package's dependencies from the
+    index's metadata instead of building the tree's; the package itself is left out of the lock.
 
     ``key`` names the source (its content address); a resolution of the same requirements for the same
     source and Python made within :data:`RESOLVE_TTL` is reused.
@@ -302,7 +305,8 @@ def resolve_lock(requires: list[str], tree: Path | None, what: str, key: str = "
         raise OfflineError(f"FROG_GYM_OFFLINE=1 but locking the requirements of {what} needs the package index")
     with tempfile.TemporaryDirectory(dir=paths.home()) as tmp:
         report = Path(tmp) / "report.json"
-        own = [str(_clean_copy(tree, Path(tmp) / "src"))] if tree is not None else []
+        own = [release] if release and tree is not None else (
+            [str(_clean_copy(tree, Path(tmp) / "src"))] if tree is not None else [])
         PIP_RUNS["resolve"] += 1
         proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "-q",
                                "--disable-pip-version-check", "--report", str(report), *requires, *own],
@@ -312,9 +316,13 @@ def resolve_lock(requires: list[str], tree: Path | None, what: str, key: str = "
                               f"{_tail(proc.stderr)}")
         house, lock, fetch = wheelhouse(), [], []
         for item in json.loads(report.read_text())["install"]:
+            pin = f"{canonicalize_name(item['metadata']['name'])}=={item['metadata']['version']}"
             if "dir_info" in item["download_info"]:
                 continue  # the package under test itself
-            pin = f"{canonicalize_name(item['metadata']['name'])}=={item['metadata']['version']}"
+            if release and pin == _canonical_pin(release):
+                if not list((wheelhouse() / "own" / key[:24]).glob("*.whl")):
+                    fetch.append(pin)  # its wheel serves package_wheel; it is not part of the lock
+                continue
             sha = item["download_info"].get("archive_info", {}).get("hashes", {}).get("sha256", "")
             if sha and (house / "by-hash" / sha).exists():
                 lock.append(f"{pin} --hash=sha256:{sha}")
@@ -328,6 +336,14 @@ def resolve_lock(requires: list[str], tree: Path | None, what: str, key: str = "
                                   capture_output=True, text=True)
             if proc.returncode != 0:
                 raise SourceError(f"pip could not download the pinned requirements of {what}:\n{_tail(proc.stderr)}")
+            for f in sorted((Path(tmp) / "dl").iterdir()):
+                parsed = parse_wheel_filename(f.name) if f.name.endswith(".whl") else parse_sdist_filename(f.name)
+                if release and f"{canonicalize_name(parsed[0])}=={parsed[1]}" == _canonical_pin(release):
+                    if f.name.endswith(".whl"):
+                        (wheelhouse() / "own" / key[:24]).mkdir(parents=True, exist_ok=True)
+                        os.replace(f, wheelhouse() / "own" / key[:24] / f.name)
+                    else:
+                        f.unlink()
             for fname, sha in _store_files(Path(tmp) / "dl").items():
                 parsed = parse_wheel_filename(fname) if fname.endswith(".whl") else parse_sdist_filename(fname)
                 lock.append(f"{canonicalize_name(parsed[0])}=={parsed[1]} --hash=sha256:{sha}")
@@ -339,6 +355,11 @@ def resolve_lock(requires: list[str], tree: Path | None, what: str, key: str = "
     return lock
 
 
+def _canonical_pin(req: str) -> str:
+    name, _, version = req.partition("==")
+    return f"{canonicalize_name(name)}=={version}"
+
+
 def _clean_copy(tree: Path, dest: Path) -> Path:
     """A copy of ``tree`` to build from: builds write into the source folder, which must stay pristine."""
     shutil.copytree(tree, dest, symlinks=True, ignore=shutil.ignore_patterns(_DONE, ".git"))
@@ -346,7 +367,9 @@ def _clean_copy(tree: Path, dest: Path) -> Path:
 
 
 def package_wheel(spec: RepoSpec, tree: Path) -> Path:
-    """The package's own wheel, built once per source from a copy of the tree and kept in the wheelhouse."""
+    """The package's own wheel, kept in the wheelhouse: for a PyPI source the release's own wheel when it
+    has one (its modules are stripped from the venv anyway, so only its metadata and entry points count),
+    else built once from a copy of the tree."""
     d = wheelhouse() / "own" / spec.source.key[:24]
     for w in sorted(d.glob("*.whl")):
         return w
@@ -357,11 +380,19 @@ def package_wheel(spec: RepoSpec, tree: Path) -> Path:
             raise OfflineError(f"FROG_GYM_OFFLINE=1 but the wheel of '{spec.name}' ({spec.source}) is not built "
                                f"in {d}; building it needs the package's build backend. Run once with network.")
         with tempfile.TemporaryDirectory(dir=paths.home()) as tmp:
-            PIP_RUNS["wheel"] += 1
-            proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--disable-pip-version-check",
-                                   "-w", f"{tmp}/out", str(_clean_copy(tree, Path(tmp) / "src"))],
-                                  capture_output=True, text=True)
-            wheels = list(Path(tmp, "out").glob("*.whl")) if proc.returncode == 0 else []
+            wheels = []
+            if spec.source.kind == "pypi":
+                PIP_RUNS["download"] += 1
+                subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+                                "--disable-pip-version-check", "-d", f"{tmp}/out",
+                                f"{spec.source.name}=={spec.source.version}"], capture_output=True, text=True)
+                wheels = list(Path(tmp, "out").glob("*.whl"))
+            if not wheels:
+                PIP_RUNS["wheel"] += 1
+                proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                                       "--disable-pip-version-check", "-w", f"{tmp}/out",
+                                       str(_clean_copy(tree, Path(tmp) / "src"))], capture_output=True, text=True)
+                wheels = list(Path(tmp, "out").glob("*.whl")) if proc.returncode == 0 else []
             if not wheels:
                 raise SourceError(f"Building the package of '{spec.name}' ({spec.source}) failed "
                                   f"(exit {proc.returncode}). Last lines of the build log:\n"
@@ -396,12 +427,16 @@ def build_venv(spec: RepoSpec, tree: Path) -> Path:
         _run_logged([sys.executable, "-m", "venv", "--without-pip", str(dest)], log, "creating the venv", spec)
         py = str(dest / "bin" / "python")
         pip = [sys.executable, "-m", "pip", "--python", py, "install", "-q", "--disable-pip-version-check"]
-        if lock:
+        if hashed:
+            req = dest / "frog-lock.txt"
+            own_line = [f"{own} --hash=sha256:{sha256_file(own)}"] if own is not None else []
+            req.write_text("\n".join([*lock, *own_line]) + "\n")
+            _run_logged(pip + ["--no-deps", "--no-index", "--require-hashes", "--find-links", str(house), "-r",
+                               str(req)], log, "installing the locked requirements and the package", spec)
+        elif lock:
             req = dest / "frog-lock.txt"
             req.write_text("\n".join(lock) + "\n")
-            local = ["--no-index", "--require-hashes", "--find-links", str(house)]
-            _run_logged(pip + ["--no-deps", *(local if hashed else []), "-r", str(req)], log,
-                        "installing the locked requirements", spec)
+            _run_logged(pip + ["--no-deps", "-r", str(req)], log, "installing the locked requirements", spec)
             if own is not None:
                 _run_logged(pip + ["--no-deps", "--no-index", str(own)], log, "installing the package itself", spec)
         else:
