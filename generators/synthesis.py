@@ -362,6 +362,7 @@ def make_task(repo: PreparedRepo, cand: Candidate, v: Validation, cfg: GenerateC
                     "candidate_tests": len(cand.tests), "statement_writer": cfg.statement_writer or "builtin"},
         features=features_of(repo, cand.sites, v, level),
         validation={"runs": v.runs, "test_runs": v.test_runs, "seconds": round(v.seconds, 2),
+                    "cpu_seconds": v.cpu_seconds,
                     "flaky": v.flaky, "signature": v.signature, "targeted": True},
     )
 

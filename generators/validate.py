@@ -56,6 +56,7 @@ class Validation:
     crash: bool = False
     details: dict[str, dict[str, str]] = field(default_factory=dict)
     test_runs: int = 0
+    cpu_seconds: float = 0.0
 
     @property
     def signature(self) -> str:
@@ -166,22 +167,26 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
         return Validation(False, "no passing test covers the site", seconds=time.monotonic() - start)
     with _workspace(workspace) as ws:
         count = 0
+        cpu = 0.0
 
         def run(selected: tuple[str, ...], buggy: bool, want_details: bool = False, repeat: int = 1,
                 extra: tuple[str, ...] = ()) -> RunResult:
-            nonlocal count
+            nonlocal count, cpu
             count += 1
             ws.sync(base)
             if buggy:
                 write_changes(ws.path, changes)
             args = (*test_args, *extra)
             if runner is not None:
-                return runner(selected, timeout, details=want_details, args=args, repeat=repeat)
-            return run_tests(repo, ws.path, selected, timeout, details=want_details, args=args, repeat=repeat)
+                r = runner(selected, timeout, details=want_details, args=args, repeat=repeat)
+            else:
+                r = run_tests(repo, ws.path, selected, timeout, details=want_details, args=args, repeat=repeat)
+            cpu += r.cpu_seconds
+            return r
 
         def result(ok: bool, reason: str = "", **kw) -> Validation:
             return Validation(ok, reason, runs=kw.pop("runs", len(results)), seconds=time.monotonic() - start,
-                              test_runs=count, **kw)
+                              test_runs=count, cpu_seconds=round(cpu, 3), **kw)
 
         results: list[dict[str, TestStatus]] = []
         # past max_fail_to_pass failures the bug is refused anyway, so the first run may stop there

@@ -132,7 +132,9 @@ def pytest_sessionfinish(session, exitstatus):
     tests = {nodeid: _status(p) for nodeid, p in _phases.items()}
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        out = {"exitstatus": int(exitstatus), "tests": tests, "collect_errors": _collect_errors}
+        t = os.times()
+        out = {"exitstatus": int(exitstatus), "tests": tests, "collect_errors": _collect_errors,
+               "cpu_seconds": round(t.user + t.system + t.children_user + t.children_system, 3)}
         if os.environ.get("FROG_DETAILS"):
             out["details"] = _details
         if _repeat > 1:
