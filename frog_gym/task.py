@@ -101,16 +101,65 @@ def task_files() -> list[Any]:
     return sorted((p for p in _tasks_dir().iterdir() if p.name.endswith(".jsonl")), key=lambda p: p.name)
 
 
+_KEY = b'{"instance_id": "'
+
+
+def _scan_ids(data: bytes) -> list[tuple[str, int]]:
+    """``(instance_id, line number)`` of every record, found without parsing (ids are the first key)."""
+    out = []
+    for n, line in enumerate(data.split(b"\n")):
+        if line.startswith(_KEY):
+            out.append((line[len(_KEY):line.index(b'"', len(_KEY))].decode("utf-8"), n))
+        elif line.strip():
+            m = _ID_PREFIX.match(line.decode("utf-8"))
+            out.append((m.group(1) if m else json.loads(line)["instance_id"], n))
+    return out
+
+
+def read_ids_sidecar(text: str, size: int) -> list[tuple[str, int]] | None:
+    """The ids listed in a ``<repo>.ids`` sidecar, or None when it does not describe a file of ``size`` bytes.
+
+    A sidecar is ``id<TAB>line`` per record and a last line ``#size <bytes of the .jsonl>``; a task file
+    edited without it (by hand, by git) no longer has that size, so it is scanned instead.
+
+    >>> read_ids_sidecar("a__x-1\\t0\\n#size 10\\n", 10), read_ids_sidecar("a__x-1\\t0\\n#size 10\\n", 11)
+    ([('a__x-1', 0)], None)
+    """
+    lines = text.splitlines()
+    if not lines or lines[-1] != f"#size {size}":
+        return None
+    out = []
+    for line in lines[:-1]:
+        iid, _, n = line.rpartition("\t")
+        out.append((iid, int(n)))
+    return out
+
+
+def ids_sidecar_text(data: bytes) -> str:
+    """The sidecar of a task file's bytes (see :func:`read_ids_sidecar`)."""
+    return "".join(f"{iid}\t{n}\n" for iid, n in _scan_ids(data)) + f"#size {len(data)}\n"
+
+
 @lru_cache(maxsize=1)
 def task_index() -> dict[str, tuple[str, int]]:
-    """instance_id -> (task file name, line number), read without parsing the records."""
+    """instance_id -> (task file name, line number), read without parsing the records.
+
+    Each ``<repo>.jsonl`` may have a ``<repo>.ids`` sidecar (written by the generators) that lists its ids;
+    when it matches the file's size it is read instead of the file, which keeps ``import frog_gym`` fast
+    with thousands of tasks.
+    """
     index: dict[str, tuple[str, int]] = {}
     for f in task_files():
-        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines()):
-            if not line.strip():
-                continue
-            m = _ID_PREFIX.match(line)
-            iid = m.group(1) if m else json.loads(line)["instance_id"]
+        ids = None
+        side = _tasks_dir().joinpath(f.name[:-len(".jsonl")] + ".ids")
+        try:
+            if side.is_file():
+                ids = read_ids_sidecar(side.read_text(encoding="utf-8"), f.stat().st_size)  # type: ignore[union-attr]
+        except (AttributeError, OSError, ValueError):
+            ids = None
+        if ids is None:
+            ids = _scan_ids(f.read_bytes())
+        for iid, n in ids:
             index[iid] = (f.name, n)
     return index
 

@@ -43,7 +43,7 @@ from frog_gym.generators.operators import enclosing_function, find_mutations
 from frog_gym.generators.validate import Validation, patches, validate
 from frog_gym.snapshot import PreparedRepo, prepare
 from frog_gym.spec import RepoSpec
-from frog_gym.task import Task
+from frog_gym.task import Task, ids_sidecar_text
 from frog_gym.workspace import Change, Template, Workspace
 
 GENERATOR = "frog-gym/mutation-v1"
@@ -381,6 +381,15 @@ def append_task(path: Path, task: Task) -> None:
             f.write(line.encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
+        write_ids_sidecar(path)
+
+
+def write_ids_sidecar(path: Path) -> None:
+    """Rewrite ``<repo>.ids`` beside a task file (what ``task_index`` reads instead of the whole file)."""
+    side = path.with_suffix(".ids")
+    tmp = side.with_name(f".{side.name}.{os.getpid()}.tmp")
+    tmp.write_text(ids_sidecar_text(path.read_bytes()), encoding="utf-8")
+    os.replace(tmp, side)
 
 
 def read_existing(path: Path) -> list[dict]:
