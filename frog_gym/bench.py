@@ -106,12 +106,15 @@ def _check_run_dir(out: Path, spec: HarnessSpec, agent: str, opts: dict[str, Any
 # -- worker side ------------------------------------------------------------------------------------
 _ENV: Any = None
 _ENV_KEY: str | None = None
+_AGENT: Any = None
+_AGENT_KEY: str | None = None
 
 
 def _episode(spec_toml: str, agent: str, opts: dict[str, Any], label: str, task_id: str, sample: int,
              out: str) -> dict[str, Any]:
-    """Run one episode in a worker; keeps the worker's env for its next episode."""
-    global _ENV, _ENV_KEY
+    """Run one episode in a worker; keeps the worker's env and agent (which may hold a loaded model) for its
+    next episode: ``reset`` starts an agent's episode afresh."""
+    global _ENV, _ENV_KEY, _AGENT, _AGENT_KEY
     from frog_gym.agents.registry import make_agent
 
     spec = HarnessSpec.from_toml(spec_toml)
@@ -120,9 +123,11 @@ def _episode(spec_toml: str, agent: str, opts: dict[str, Any], label: str, task_
             _ENV.close()
         _ENV, _ENV_KEY = make_env(spec), spec.fingerprint()
     t = time.monotonic()
-    agent_obj = make_agent(agent, opts)
+    key = json.dumps([agent, opts], sort_keys=True, default=str)
+    if _AGENT is None or _AGENT_KEY != key:
+        _AGENT, _AGENT_KEY = make_agent(agent, opts), key
     setup_s = time.monotonic() - t
-    result = run_episode(spec, agent_obj, label, task_id, sample, env=_ENV, agent_opts=opts,
+    result = run_episode(spec, _AGENT, label, task_id, sample, env=_ENV, agent_opts=opts,
                          trajectory=trajectory_path(Path(out), task_id, sample))
     d = result.to_dict()
     d["agent_setup_s"] = round(setup_s, 4)
@@ -161,13 +166,13 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
     Returns:
         What ran; ``interrupted`` is set after Ctrl-C, with every finished episode kept on disk.
     """
-    from frog_gym.agents.registry import make_agent
+    from frog_gym.agents.registry import check_agent
 
     if workers < 1:
         raise FrogGymError(f"--workers {workers} must be at least 1.")
     spec.check_tasks()
     label = label or agent
-    make_agent(agent, opts)  # fail fast on an unknown agent or a bad option, before any episode
+    check_agent(agent, opts)  # fail fast on an unknown agent or a bad option, before any episode
     out = Path(out)
     _check_run_dir(out, spec, agent, opts, label)
     fp = spec.fingerprint()
@@ -218,10 +223,11 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
             signal.signal(signal.SIGTERM, previous)
         results_file.close()
         bar.close()
-        global _ENV
+        global _ENV, _AGENT
         if _ENV is not None:
             _ENV.close()
             _ENV = None
+        _AGENT = None
         summary.wall_s = time.monotonic() - started
     return summary
 

@@ -160,14 +160,7 @@ def _coerce_for(target: Any, options: dict[str, Any], who: str) -> dict[str, Any
     return out
 
 
-def make_agent(name: str, options: dict[str, Any] | None = None) -> Agent:
-    """Build the agent registered as ``name`` (or ``python:module:factory``) with ``options``.
-
-    Raises:
-        UnknownNameError: an unknown name, with the nearest registered one.
-        FrogGymError: the factory cannot be imported, rejects an option, or returns a non-agent.
-    """
-    options = dict(options or {})
+def _resolve(name: str, options: dict[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]]:
     if name.startswith("python:"):
         factory = _load(name[len("python:"):], name)
     elif name in AGENTS:
@@ -175,8 +168,29 @@ def make_agent(name: str, options: dict[str, Any] | None = None) -> Agent:
     else:
         raise UnknownNameError("agent", name, AGENTS, "Built-in agents: "
                                + ", ".join(AGENTS) + "; or python:module:factory for your own.")
-    if factory is not openai_agent:
-        options = _coerce_for(factory, options, name)
+    return factory, (options if factory is openai_agent else _coerce_for(factory, options, name))
+
+
+def check_agent(name: str, options: dict[str, Any] | None = None) -> None:
+    """Raise what :func:`make_agent` would for a bad name or option, without building the agent (which
+    may load a model)."""
+    factory, options = _resolve(name, dict(options or {}))
+    if factory is openai_agent:
+        from frog_gym.agents.openai_agent import OpenAIAgentConfig
+
+        if "model" not in options:
+            openai_agent(**options)  # raises the explanation
+        _coerce_for(OpenAIAgentConfig, options, "openai")
+
+
+def make_agent(name: str, options: dict[str, Any] | None = None) -> Agent:
+    """Build the agent registered as ``name`` (or ``python:module:factory``) with ``options``.
+
+    Raises:
+        UnknownNameError: an unknown name, with the nearest registered one.
+        FrogGymError: the factory cannot be imported, rejects an option, or returns a non-agent.
+    """
+    factory, options = _resolve(name, dict(options or {}))
     try:
         agent = factory(**options)
     except TypeError as e:
