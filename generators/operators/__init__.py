@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import difflib
 import random
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Container, Iterable
 
 from . import (
     arithmetic_op_swap,
@@ -42,7 +42,7 @@ from . import (
     swapped_if_else,
     wrong_variable,
 )
-from .base import Mutation, touches
+from .base import Finder, Mutation, touches
 from .fixes import SELF_INVERSE, candidate_fixes
 
 _MODULES = (
@@ -63,10 +63,8 @@ _MODULES = (
     wrong_variable,
 )
 
-FAMILIES: dict[str, Callable[[str, ast.Module], list[Mutation]]] = {
-    m.FAMILY: m.find for m in sorted(_MODULES, key=lambda m: m.FAMILY)
-}
-"""Every mutation family by name, sorted by name."""
+FAMILIES: dict[str, Finder] = {m.FAMILY: m.find for m in sorted(_MODULES, key=lambda m: m.FAMILY)}
+"""Every mutation family's ``find(source, tree, *, lines=None)``, by name, sorted by name."""
 
 
 def resolve_families(families: Iterable[str] | None) -> list[str]:
@@ -112,9 +110,7 @@ def find_mutations(
     """
     chosen = resolve_families(families)
     tree = ast.parse(source)
-    found = [m for name in chosen for m in FAMILIES[name](source, tree)]
-    if lines is not None:
-        found = [m for m in found if touches(m, lines)]
+    found = [m for name in chosen for m in FAMILIES[name](source, tree, lines=lines)]
     found.sort(key=lambda m: (m.start, m.end))
     return found
 
@@ -187,6 +183,7 @@ def enclosing_function(source_or_tree: str | ast.Module, lineno: int) -> tuple[s
 
 __all__ = [
     "FAMILIES",
+    "Finder",
     "SELF_INVERSE",
     "Mutation",
     "candidate_fixes",

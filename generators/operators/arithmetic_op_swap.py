@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import ast
+from collections.abc import Container
 
 from .base import Mutation, SourceMap, operator_span
 
@@ -47,8 +48,11 @@ def _bitwise(node: ast.AST | None) -> bool:
     return isinstance(node, ast.BinOp) and isinstance(node.op, _BITWISE)
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All operator swaps in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All operator swaps in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for node in sm.nodes:
@@ -71,4 +75,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
         for new in SWAPS[old[: len(old) - len(suffix)]]:
             new += suffix
             found.append(sm.mutation(FAMILY, start, end, new, f"`{old}` -> `{new}` in {sm.label(node)}"))
-    return sm.finish(found)
+    return sm.finish(found, lines)

@@ -24,12 +24,18 @@ import ast
 import bisect
 import re
 import warnings
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import Protocol, TypeGuard
 
-Finder = Callable[[str, ast.Module], "list[Mutation]"]
-"""The signature every family exposes as ``find(source, tree)``."""
+
+class Finder(Protocol):
+    """What every family exposes as ``find``: all its candidate mutations of ``source``, in source
+    order; ``lines``, when given, keeps only sites that touch those 1-based lines."""
+
+    def __call__(
+        self, source: str, tree: ast.Module, *, lines: Container[int] | None = None
+    ) -> list[Mutation]: ...
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,11 @@ class Mutation:
     def apply(self, source: str) -> str:
         """Return ``source`` with the edit applied."""
         return source[: self.start] + self.replacement + source[self.end :]
+
+
+def node_touches(node: ast.AST, lines: Container[int] | None) -> bool:
+    """Whether a node with a position spans one of ``lines`` (always true for ``None``)."""
+    return lines is None or any(n in lines for n in range(node.lineno, last_line(node) + 1))  # type: ignore[attr-defined]
 
 
 def touches(mutation: Mutation, lines: Container[int]) -> bool:
@@ -382,13 +393,16 @@ class SourceMap:
         last = max(start, end - 1)
         return Mutation(family, start, end, replacement, self.line_of(start), self.line_of(last), description)
 
-    def finish(self, mutations: Iterable[Mutation]) -> list[Mutation]:
-        """Drop duplicates and edits that change nothing or break parsing; sort by position."""
+    def finish(self, mutations: Iterable[Mutation], lines: Container[int] | None = None) -> list[Mutation]:
+        """Drop duplicates, edits that change nothing or break parsing and, when ``lines`` is given,
+        edits that touch none of those lines; sort the rest by position."""
         seen: set[tuple[int, int, str]] = set()
         kept: list[Mutation] = []
         for m in mutations:
             key = (m.start, m.end, m.replacement)
             if key in seen or self.source[m.start : m.end] == m.replacement:
+                continue
+            if lines is not None and not touches(m, lines):
                 continue
             seen.add(key)
             if self.parses(m):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Container
 
 from .base import Mutation, SourceMap, operator_span
 
@@ -22,8 +23,11 @@ FAMILY = "boolean_op_swap"
 SWAPS = {"and": "or", "or": "and"}
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All ``and``/``or`` swaps in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All ``and``/``or`` swaps in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for node in sm.nodes:
@@ -36,4 +40,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
             start, end, old = op
             new = SWAPS[old]
             found.append(sm.mutation(FAMILY, start, end, new, f"`{old}` -> `{new}` in {sm.label(node)}"))
-    return sm.finish(found)
+    return sm.finish(found, lines)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 
 from .base import Mutation, SourceMap, format_int, int_value, string_literal
 
@@ -71,8 +71,11 @@ def _alternatives(arg: ast.arg, default: ast.expr, old: str) -> list[str]:
     return []
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All default-value changes in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All default-value changes in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for node in sm.nodes:
@@ -83,4 +86,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
             for new in _alternatives(arg, default, old):
                 description = f"default of `{arg.arg}` `{old}` -> `{new}` in {sm.label(node)}"
                 found.append(sm.mutation(FAMILY, *sm.span(default), new, description))
-    return sm.finish(found)
+    return sm.finish(found, lines)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Container
 
 from .base import Mutation, SourceMap, operator_span
 
@@ -35,8 +36,11 @@ FLIPS: dict[str, tuple[str, ...]] = {
 """Each comparison operator and what it may become."""
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All comparison flips in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All comparison flips in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for node in sm.nodes:
@@ -50,4 +54,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
             start, end, old = op
             for new in FLIPS[old]:
                 found.append(sm.mutation(FAMILY, start, end, new, f"`{old}` -> `{new}` in {sm.label(node)}"))
-    return sm.finish(found)
+    return sm.finish(found, lines)

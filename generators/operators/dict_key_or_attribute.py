@@ -1,11 +1,13 @@
 """dict_key_or_attribute: use the wrong string key or attribute name.
 
-A string subscript key (``row["name"]``) becomes another string key subscripted elsewhere in the module;
-keys subscripted on the same object text come first. An attribute (``self.width``) becomes another
-attribute used on the same object text elsewhere in the module (``self.height``); dunder names are left
-alone. Within each group the closest spellings come first (`difflib`), and at most `ALTERNATIVES` are
-offered per site. Self-inverse as long as the original name is still used elsewhere in the module (pass
-``limit=None`` to offer every alternative).
+A string subscript key (``row["name"]``) becomes another string key of the module: subscripted on the
+same object text first (``.get("k")`` / ``.pop("k")`` / ``.setdefault("k")`` count), then any subscript
+or dict-literal key. An attribute (``self.width``) becomes another attribute used on the same object
+text elsewhere in the module (``self.height``); ``self`` and ``cls`` mean the enclosing class, whose
+methods and class attributes count too. Dunder names are left alone. Within each group the closest spellings
+come first (`difflib`), and at most `ALTERNATIVES` are offered per site. Self-inverse when the original
+name is still part of that vocabulary and close enough to make the cut (candidate_fixes offers
+`FIX_ALTERNATIVES`).
 
 Example:
     >>> import ast
@@ -19,13 +21,19 @@ from __future__ import annotations
 import ast
 import difflib
 from collections import defaultdict
+from collections.abc import Container
 
-from .base import Mutation, SourceMap, string_literal
+from .base import Mutation, SourceMap, node_touches, string_literal
 
 FAMILY = "dict_key_or_attribute"
 
 ALTERNATIVES = 3
 """How many replacement names `find` offers per site by default."""
+
+FIX_ALTERNATIVES = 10
+"""How many replacement names candidate_fixes asks for per site."""
+
+_KEY_METHODS = frozenset({"get", "pop", "setdefault"})
 
 
 def _ranked(name: str, near: set[str], far: set[str], limit: int | None) -> list[str]:
@@ -51,41 +59,90 @@ def _base(sm: SourceMap, node: ast.expr) -> str:
     return " ".join(sm.text(node).split())
 
 
-def find(source: str, tree: ast.Module, limit: int | None = ALTERNATIVES) -> list[Mutation]:
+def _is_name(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is str
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def _class_members(cls: ast.ClassDef) -> set[str]:
+    names = set()
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return {n for n in names if not _is_dunder(n)}
+
+
+def _enclosing_class(sm: SourceMap, node: ast.AST) -> ast.ClassDef | None:
+    owner = sm.parent.get(node)
+    while owner is not None and not isinstance(owner, ast.ClassDef):
+        owner = sm.parent.get(owner)
+    return owner
+
+
+def _owner(sm: SourceMap, attribute: ast.Attribute) -> tuple[str, int]:
+    """The object an attribute is read from: its text, and for ``self``/``cls`` the class it means."""
+    base = _base(sm, attribute.value)
+    cls = _enclosing_class(sm, attribute) if base in ("self", "cls") else None
+    return base, id(cls) if cls is not None else 0
+
+
+def find(
+    source: str,
+    tree: ast.Module,
+    limit: int | None = ALTERNATIVES,
+    *,
+    lines: Container[int] | None = None,
+) -> list[Mutation]:
     """All wrong-key and wrong-attribute edits in ``source``, in source order.
 
     Args:
         source: The module's text.
         tree: ``ast.parse(source)``.
         limit: Most replacement names per site; ``None`` for all of them.
+        lines: Only sites that touch these 1-based lines, when given.
     """
     sm = SourceMap.of(source, tree)
     keys = [
         n
         for n in sm.nodes
-        if isinstance(n, ast.Subscript)
-        and isinstance(n.slice, ast.Constant)
-        and type(n.slice.value) is str
-        and not isinstance(n.ctx, ast.Del)
+        if isinstance(n, ast.Subscript) and _is_name(n.slice) and not isinstance(n.ctx, ast.Del)
     ]
     attributes = [
         n
         for n in sm.nodes
-        if isinstance(n, ast.Attribute)
-        and not (n.attr.startswith("__") and n.attr.endswith("__"))
-        and not isinstance(n.ctx, ast.Del)
+        if isinstance(n, ast.Attribute) and not _is_dunder(n.attr) and not isinstance(n.ctx, ast.Del)
     ]
     keys_on: dict[str, set[str]] = defaultdict(set)
     for n in keys:
         keys_on[_base(sm, n.value)].add(n.slice.value)  # type: ignore[attr-defined]
-    all_keys = set().union(*keys_on.values())
-    attributes_on: dict[str, set[str]] = defaultdict(set)
+    all_keys: set[str] = set()
+    for node in sm.nodes:
+        if isinstance(node, ast.Dict):
+            all_keys.update(k.value for k in node.keys if _is_name(k))  # type: ignore[union-attr]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _KEY_METHODS
+            and node.args
+            and _is_name(node.args[0])
+        ):
+            keys_on[_base(sm, node.func.value)].add(node.args[0].value)  # type: ignore[attr-defined]
+    all_keys.update(*keys_on.values())
+    attributes_on: dict[tuple[str, int], set[str]] = defaultdict(set)
     for a in attributes:
-        attributes_on[_base(sm, a.value)].add(a.attr)
+        attributes_on[_owner(sm, a)].add(a.attr)
 
     found: list[Mutation] = []
-    rankings: dict[tuple[str, str, str], list[str]] = {}  # many sites share a name and an object
+    rankings: dict[tuple[str, ...], list[str]] = {}  # many sites share a name and an object
     for n in keys:
+        if not node_touches(n.slice, lines):
+            continue
         key, base = n.slice.value, _base(sm, n.value)  # type: ignore[attr-defined]
         old = sm.text(n.slice)
         if ("key", key, base) not in rankings:
@@ -95,12 +152,17 @@ def find(source: str, tree: ast.Module, limit: int | None = ALTERNATIVES) -> lis
             description = f"key `[{old}]` -> `[{new}]` in {sm.label(n)}"
             found.append(sm.mutation(FAMILY, *sm.span(n.slice), new, description))
     for a in attributes:
+        if not node_touches(a, lines):
+            continue
         start = _attribute_name_start(sm, a)
         old = sm.source[start : sm.end(a)]
-        base = _base(sm, a.value)
-        if ("attribute", a.attr, base) not in rankings:
-            rankings["attribute", a.attr, base] = _ranked(a.attr, attributes_on[base], set(), limit)
-        for other in rankings["attribute", a.attr, base]:
+        owner = _owner(sm, a)
+        rank_key = ("attribute", a.attr, *map(str, owner))
+        if rank_key not in rankings:
+            cls = _enclosing_class(sm, a) if owner[1] else None
+            near = attributes_on[owner] | (_class_members(cls) if cls is not None else set())
+            rankings[rank_key] = _ranked(a.attr, near, set(), limit)
+        for other in rankings[rank_key]:
             description = f"attribute `.{old}` -> `.{other}` in {sm.label(a)}"
             found.append(sm.mutation(FAMILY, start, sm.end(a), other, description))
-    return sm.finish(found)
+    return sm.finish(found, lines)

@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import ast
+from collections.abc import Container
 
 from .base import Mutation, SourceMap, is_docstring, scope_nodes, snippet, tokens_between
 
@@ -52,8 +53,11 @@ def _converted(sm: SourceMap, stmt: ast.stmt, returned: set[str]) -> tuple[int, 
     return sm.start(stmt), stop, "return "
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All premature returns in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All premature returns in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for func in sm.functions:
@@ -83,4 +87,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
                     f"inserted `{text}` before `{what}` in {where}",
                 )
             )
-    return sm.finish(found)
+    return sm.finish(found, lines)

@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 from .base import Mutation, SourceMap, last_line, removal, snippet, tokens_between
 
@@ -112,8 +112,11 @@ def _handler_edits(sm: SourceMap, handler: ast.ExceptHandler) -> list[tuple[int,
     return edits
 
 
-def type_swaps(source: str, tree: ast.Module) -> list[Mutation]:
-    """Only the self-inverse shape of this family: caught exception types swapped with a `PARTNERS` one."""
+def type_swaps(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """Only the self-inverse shape of this family: caught exception types swapped with a `PARTNERS` one.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found = [
         sm.mutation(FAMILY, lo, hi, new, f"{what} in {sm.label(node)}")
@@ -121,11 +124,14 @@ def type_swaps(source: str, tree: ast.Module) -> list[Mutation]:
         if isinstance(node, ast.ExceptHandler) and isinstance(node.type, ast.Name)
         for lo, hi, new, what in _handler_edits(sm, node)
     ]
-    return sm.finish(found)
+    return sm.finish(found, lines)
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All exception-handling breakages in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All exception-handling breakages in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for node in sm.nodes:
@@ -141,4 +147,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
             edit = removal(sm, node)
             if edit is not None:
                 found.append(sm.mutation(FAMILY, *edit, f"removed `{snippet(sm.text(node))}` in {where}"))
-    return sm.finish(found)
+    return sm.finish(found, lines)

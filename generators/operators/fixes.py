@@ -9,7 +9,7 @@ full on the suspect lines:
 - up to equivalence: loop_bound and slice_range_off_by_one (``range(1, n)`` steps back to
   ``range(0, n)``, ``x[1:n]`` to ``x[0:n]``);
 - for part of the family: changed_default_arg (numbers and booleans) and dict_key_or_attribute (when the
-  original name is still used elsewhere in the module; all alternatives are offered here).
+  original name is still in the module's vocabulary and among the closest alternatives).
 
 Explicit inverses cover the rest where that is cheap: deleting a ``return`` (undoes early_return's
 insertion), a default back to ``None`` (undoes changed_default_arg's ``None`` -> value), dropping a ``-1``
@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Container
 
 from . import (
@@ -44,14 +45,16 @@ from . import (
     swapped_if_else,
     wrong_variable,
 )
-from .base import Finder, Mutation, SourceMap, int_value, removal, snippet, touches
+from .base import Finder, Mutation, SourceMap, int_value, node_touches, removal, snippet
 
 _SEARCHED: dict[str, Finder] = {
     arithmetic_op_swap.FAMILY: arithmetic_op_swap.find,
     boolean_op_swap.FAMILY: boolean_op_swap.find,
     changed_default_arg.FAMILY: changed_default_arg.find,
     comparison_flip.FAMILY: comparison_flip.find,
-    dict_key_or_attribute.FAMILY: lambda source, tree: dict_key_or_attribute.find(source, tree, limit=None),
+    dict_key_or_attribute.FAMILY: functools.partial(
+        dict_key_or_attribute.find, limit=dict_key_or_attribute.FIX_ALTERNATIVES
+    ),
     loop_bound.FAMILY: loop_bound.find,
     negated_condition.FAMILY: negated_condition.find,
     off_by_one_constant.FAMILY: off_by_one_constant.find,
@@ -65,9 +68,13 @@ SELF_INVERSE: frozenset[str] = frozenset(_SEARCHED)
 """Families whose own candidates undo their mutations (in full or in part, see the module doc)."""
 
 
-def _explicit_inverses(sm: SourceMap) -> list[Mutation]:
-    found: list[Mutation] = [*exception_handling.type_swaps(sm.source, sm.tree)]
+def _explicit_inverses(sm: SourceMap, lines: Container[int]) -> list[Mutation]:
+    found = exception_handling.type_swaps(sm.source, sm.tree, lines=lines)
     for node in sm.nodes:
+        if not isinstance(node, (ast.Return, ast.arguments, ast.Slice)):
+            continue
+        if not isinstance(node, ast.arguments) and not node_touches(node, lines):
+            continue
         where = sm.label(node)
         if isinstance(node, ast.Return):
             edit = removal(sm, node)
@@ -107,6 +114,5 @@ def candidate_fixes(source: str, lines: Container[int]) -> list[Mutation]:
     """
     tree = ast.parse(source)
     sm = SourceMap.of(source, tree)
-    found = [m for find in _SEARCHED.values() for m in find(source, tree)]
-    found += _explicit_inverses(sm)
-    return sm.finish(m for m in found if touches(m, lines))
+    found = [m for find in _SEARCHED.values() for m in find(source, tree, lines=lines)]
+    return sm.finish(found + _explicit_inverses(sm, lines), lines)

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import ast
+from collections.abc import Container
 
 from .base import (
     Mutation,
@@ -29,8 +30,11 @@ from .base import (
 FAMILY = "loop_bound"
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All loop-bound edits in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All loop-bound edits in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for node in sm.nodes:
@@ -55,4 +59,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
         elif isinstance(node, ast.While):
             for compare in while_bounds(node):
                 found += shift_both(sm, FAMILY, compare.comparators[0], "while bound")
-    return sm.finish(found)
+    return sm.finish(found, lines)

@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 
 from .base import Mutation, SourceMap, snippet, tokens_between
 
@@ -30,8 +30,11 @@ def _tests(node: ast.AST) -> Iterator[tuple[ast.expr, str]]:
         yield from ((test, "comprehension if") for test in node.ifs)
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All condition negations in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All condition negations in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for node in sm.nodes:
@@ -50,4 +53,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
                 edit = (start, end, f"not ({text})" if isinstance(test, _NEEDS_PARENS) else f"not {text}")
                 new = snippet(edit[2])
             found.append(sm.mutation(FAMILY, *edit, f"{kind} test `{old}` -> `{new}` in {sm.label(node)}"))
-    return sm.finish(found)
+    return sm.finish(found, lines)

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import ast
+from collections.abc import Container
 
 from .base import Mutation, SourceMap, format_int, int_value, is_range_call, range_bounds, while_bounds
 
@@ -42,8 +43,11 @@ def _owned_elsewhere(sm: SourceMap, node: ast.AST) -> bool:
     return False
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All ±1 changes of integer literals in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All ±1 changes of integer literals in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for node in sm.nodes:
@@ -54,4 +58,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
         for delta in (1, -1):
             new = format_int(value + delta, old)
             found.append(sm.mutation(FAMILY, *sm.span(node), new, f"`{old}` -> `{new}` in {sm.label(node)}"))
-    return sm.finish(found)
+    return sm.finish(found, lines)

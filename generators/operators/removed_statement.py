@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import ast
+from collections.abc import Container
 from typing import TypeGuard
 
 from .base import Mutation, SourceMap, removal, snippet
@@ -33,8 +34,11 @@ def is_site(node: ast.AST) -> TypeGuard[ast.stmt]:
     return isinstance(node, _SITES)
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All statement deletions in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All statement deletions in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for node in sm.nodes:
@@ -44,4 +48,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
         if edit is not None:
             what = snippet(sm.text(node))
             found.append(sm.mutation(FAMILY, *edit, f"removed `{what}` in {sm.label(node)}"))
-    return sm.finish(found)
+    return sm.finish(found, lines)

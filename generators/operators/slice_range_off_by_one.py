@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import ast
+from collections.abc import Container
 
 from .base import (
     Mutation,
@@ -30,8 +31,11 @@ from .base import (
 FAMILY = "slice_range_off_by_one"
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All slice and ``range()`` off-by-one edits in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All slice and ``range()`` off-by-one edits in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for node in sm.nodes:
@@ -58,4 +62,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
             names = ("range() stop",) if len(node.args) == 1 else ("range() start", "range() stop")
             for arg, what in zip(range_bounds(node), names):
                 found += shift_both(sm, FAMILY, arg, what)
-    return sm.finish(found)
+    return sm.finish(found, lines)

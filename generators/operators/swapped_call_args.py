@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Container
 
 from .base import Mutation, SourceMap, snippet
 
@@ -22,8 +23,11 @@ FAMILY = "swapped_call_args"
 COMMUTATIVE = frozenset({"max", "min"})
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All adjacent-argument swaps in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All adjacent-argument swaps in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for node in sm.nodes:
@@ -48,4 +52,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
                     f"`{callee}()` in {sm.label(node)}",
                 )
             )
-    return sm.finish(found)
+    return sm.finish(found, lines)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Container
 
 from .base import Mutation, SourceMap, last_line, snippet, tokens_between
 
@@ -64,8 +65,11 @@ def _ternary_swap(sm: SourceMap, node: ast.IfExp) -> tuple[int, int, str]:
     return lo, hi, orelse + sm.source[body_end:orelse_start] + sm.source[lo:body_end]
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All branch swaps in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All branch swaps in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for node in sm.nodes:
@@ -79,4 +83,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
             continue
         if edit is not None:
             found.append(sm.mutation(FAMILY, *edit, f"swapped the branches of {what} in {sm.label(node)}"))
-    return sm.finish(found)
+    return sm.finish(found, lines)

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import ast
+from collections.abc import Container
 
 from .base import Mutation, SourceMap, scope_nodes
 
@@ -69,8 +70,11 @@ def local_names(sm: SourceMap, func: ast.FunctionDef | ast.AsyncFunctionDef) -> 
     return {n: at for n, at in bound.items() if n not in declared and n != "*"}
 
 
-def find(source: str, tree: ast.Module) -> list[Mutation]:
-    """All wrong-variable reads in ``source``, in source order."""
+def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:
+    """All wrong-variable reads in ``source``, in source order.
+
+    ``lines``, when given, keeps only sites that touch those 1-based lines.
+    """
     sm = SourceMap.of(source, tree)
     found: list[Mutation] = []
     for func in sm.functions:
@@ -90,4 +94,4 @@ def find(source: str, tree: ast.Module) -> list[Mutation]:
             others = sorted(n for at, n in swappable if at <= start and n != node.id)
             for other in others:
                 found.append(sm.mutation(FAMILY, start, end, other, f"`{node.id}` -> `{other}` in {where}"))
-    return sm.finish(found)
+    return sm.finish(found, lines)

@@ -159,7 +159,13 @@ def test_swapped_if_else() -> None:
     )
     swapped = outputs("swapped_if_else", source)
     assert len(swapped) == 4  # the if/elif/else chain is left alone
-    assert swapped[0].splitlines()[1:6] == ["    if a:", "        x = 2", "        y = 3", "    else:", "        x = 1"]
+    assert swapped[0].splitlines()[1:6] == [
+        "    if a:",
+        "        x = 2",
+        "        y = 3",
+        "    else:",
+        "        x = 1",
+    ]
     assert swapped[1].splitlines()[6:8] == ["    if a: u = 2", "    else: u = 1"]
     assert swapped[2].splitlines()[-1] == "    return (b if a else c) if a else (lambda: 1)"
     assert swapped[3].splitlines()[-1] == "    return (lambda: 1) if a else c if a else b"
@@ -181,11 +187,41 @@ def test_removed_statement() -> None:
     )
     removed = outputs("removed_statement", source)
     assert [r.splitlines()[1:6] for r in removed] == [
-        ["    n = len(xs)", "    if n: return xs  # early", "    for x in xs:", "        continue", "    del xs[0]"],
-        ["    xs.sort()", "    if n: return xs  # early", "    for x in xs:", "        continue", "    del xs[0]"],
-        ["    xs.sort(); n = len(xs)", "    if n: pass  # early", "    for x in xs:", "        continue", "    del xs[0]"],
-        ["    xs.sort(); n = len(xs)", "    if n: return xs  # early", "    for x in xs:", "        pass", "    del xs[0]"],
-        ["    xs.sort(); n = len(xs)", "    if n: return xs  # early", "    for x in xs:", "        continue", "    raise ValueError(n)"],
+        [
+            "    n = len(xs)",
+            "    if n: return xs  # early",
+            "    for x in xs:",
+            "        continue",
+            "    del xs[0]",
+        ],
+        [
+            "    xs.sort()",
+            "    if n: return xs  # early",
+            "    for x in xs:",
+            "        continue",
+            "    del xs[0]",
+        ],
+        [
+            "    xs.sort(); n = len(xs)",
+            "    if n: pass  # early",
+            "    for x in xs:",
+            "        continue",
+            "    del xs[0]",
+        ],
+        [
+            "    xs.sort(); n = len(xs)",
+            "    if n: return xs  # early",
+            "    for x in xs:",
+            "        pass",
+            "    del xs[0]",
+        ],
+        [
+            "    xs.sort(); n = len(xs)",
+            "    if n: return xs  # early",
+            "    for x in xs:",
+            "        continue",
+            "    raise ValueError(n)",
+        ],
     ]
 
 

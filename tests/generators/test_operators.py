@@ -23,6 +23,7 @@ from frog_gym.generators.operators import (
     enclosing_function,
     find_mutations,
     sample_mutations,
+    touches,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -68,6 +69,18 @@ def test_mutation_is_local_parses_and_differs(family: str, data: st.DataObject) 
     assert out[m.start + len(m.replacement) :] == source[m.end :]
     assert (m.lineno, m.end_lineno) == (line_of(source, m.start), line_of(source, max(m.start, m.end - 1)))
     ast.parse(out)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@PROPERTY
+@given(data=st.data())
+def test_lines_filter_matches_filtering_afterwards(family: str, data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(SMALL), label="file")
+    source = CORPUS[name]
+    last = source.count("\n") + 1
+    lines = data.draw(st.sets(st.integers(1, last), max_size=8), label="lines")
+    restricted = FAMILIES[family](source, parsed(name), lines=lines)
+    assert restricted == [m for m in found(family, name) if touches(m, lines)]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
