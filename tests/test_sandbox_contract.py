@@ -122,7 +122,7 @@ def test_fork_bomb_is_contained(sb):
     r2 = sb.run("echo survived again", timeout=10)
     assert "survived" in r.output + r2.output
     assert r2.exit_code == 0
-    assert sb.run("ls /testbed >/dev/null && echo forks", timeout=10).output.endswith("forks\n")
+    assert "forks\n" in sb.run("ls /testbed >/dev/null && echo forks", timeout=10).output
 
 
 def test_memory_hog_is_contained(sb):

@@ -38,6 +38,7 @@ import select
 import shlex
 import socket
 import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,7 @@ SUPERVISOR = r"""trap '' HUP INT QUIT TERM USR1 USR2 PIPE ALRM
 while read -r cmd keep; do
   case $cmd in
     kill)  # SIGKILL every process but PID 1 and $keep, until none is left (fork bombs refill)
+      total=0
       for round in {1..400}; do
         n=0
         for d in /proc/[0-9]*; do
@@ -68,9 +70,9 @@ while read -r cmd keep; do
           [[ ${st%% *} == Z ]] && continue
           kill -9 "$p" 2>/dev/null && ((n++))
         done
-        ((n)) || break
+        ((total += n, n)) || break
       done
-      printf 'killed %s\n' "$round";;
+      printf 'killed %s\n' "$total";;
     *) printf 'pong\n';;
   esac
 done
@@ -222,6 +224,8 @@ class DockerSandbox:
         self._exec_id: str | None = None
         self._shell_pid: int | None = None
         self._ctl_buf = b""
+        self._out_held = b""
+        self._marker = f"\x1f{uuid.uuid4().hex}\n".encode()
         self._pending = False
         self._closed = False
         self.restarts = 0
@@ -321,7 +325,7 @@ class DockerSandbox:
         self._shell = _Frames(self.client.api.exec_start(self._exec_id, socket=True))
         self._shell.send((f"exec 3>&2 2>&1; ulimit -v {self.limits.memory_bytes // 1024}; {self._handshake()}"
                           ).encode())
-        self._ctl_buf = b""
+        self._ctl_buf = self._out_held = b""
         self._pending = True
 
     @staticmethod
@@ -343,6 +347,7 @@ class DockerSandbox:
             raise SandboxError(f"the sandbox shell did not start in {self.image} (it said: "
                                f"{cap.text()[0].strip()[:500] or 'nothing'})")
         self._shell_pid = int(line.split()[1])
+        self._out_held = b""
 
     def _read_ctl(self, deadline: float, cap: _Capture) -> str | None:
         """Wait for one control line, feeding output to ``cap``; None at the deadline, ``_EOF`` at the end."""
@@ -361,7 +366,31 @@ class DockerSandbox:
                 if kind == _STDERR:
                     self._ctl_buf += data
                 else:
-                    cap.feed(data)
+                    self._feed(cap, data)
+
+    def _feed(self, cap: _Capture, data: bytes) -> None:
+        """Pass output on, holding back a tail as long as the end marker so it can be cut off."""
+        held = self._out_held + data
+        keep = len(self._marker)
+        if len(held) > keep:
+            cap.feed(held[:-keep])
+            held = held[-keep:]
+        self._out_held = held
+
+    def _finish_output(self, cap: _Capture, wait: bool) -> None:
+        """Docker copies stdout and stderr separately, so the control line can overtake the command's last
+        output: read on until the end marker the shell prints on stdout after each command."""
+        deadline = time.monotonic() + (5.0 if wait else 0.0)
+        while wait and not self._out_held.endswith(self._marker) and self._shell is not None \
+                and not self._shell.eof and time.monotonic() < deadline:
+            select.select([self._shell], [], [], 0.05)
+            for kind, data in self._shell.pump():
+                if kind == _STDERR:
+                    self._ctl_buf += data
+                else:
+                    self._feed(cap, data)
+        held, self._out_held = self._out_held, b""
+        cap.feed(held[:-len(self._marker)] if held.endswith(self._marker) else held)
 
     def _shell_exit_code(self) -> int | None:
         for _ in range(50):
@@ -382,8 +411,9 @@ class DockerSandbox:
         timeout = self.limits.command_timeout if timeout is None else timeout
         cap = _Capture(self.limits.output_cap)
         wrapped = (f"eval {shlex.quote(command)} </dev/null 3>&-\n"
-                   "__frog_rc=$? __frog_p=(/proc/[0-9]*); printf '\\036%s %s\\n' $__frog_rc ${#__frog_p[@]} >&3; "
-                   "unset __frog_rc __frog_p\n").encode("utf-8", "surrogateescape")
+                   "__frog_rc=$? __frog_p=(/proc/[0-9]*); printf %s " + shlex.quote(self._marker.decode()) +
+                   "; printf '\\036%s %s\\n' $__frog_rc ${#__frog_p[@]} >&3; unset __frog_rc __frog_p\n"
+                   ).encode("utf-8", "surrogateescape")
         start = time.monotonic()
         self._shell.send(wrapped)
         line = self._read_ctl(start + timeout, cap)
@@ -393,30 +423,39 @@ class DockerSandbox:
             timed_out = True
             self._kill_children()
             line = self._read_ctl(time.monotonic() + 2.0, cap)
+            self._finish_output(cap, wait=line is not None and line is not _EOF)
             if line is None or line is _EOF:  # the shell itself is wedged (a loop in the shell, `exec`)
                 self._restart_shell()
         elif line is _EOF:
+            self._finish_output(cap, wait=False)
             code = self._shell_exit_code()
             cap.feed(b"\n[the shell exited; a new shell was started in /testbed: cd and exported variables "
                      b"were reset]\n")
             self._restart_shell()
+        else:
+            self._finish_output(cap, wait=True)
         if line and line is not _EOF and line.startswith("\x1e") and not timed_out:
             rc, _, procs = line[1:].partition(" ")
             try:
                 code = int(rc)
             except ValueError:
                 code = None
-            if procs.isdigit() and int(procs) > self.limits.max_processes // 2:
-                self._kill_children()
-                cap.feed(f"\n[{int(procs) - 2} background processes were killed: the sandbox was near its limit "
-                         f"of {self.limits.max_processes} processes]\n".encode())
+            if procs.isdigit() and int(procs) > self.limits.max_processes // 2:  # zombies count: ask PID 1
+                killed = self._kill_children()
+                if killed:
+                    cap.feed(f"\n[{killed} background processes were killed: the sandbox was near its limit "
+                             f"of {self.limits.max_processes} processes]\n".encode())
         out, dropped = cap.text()
         return ExecResult(out, code, timed_out, cap.total, dropped, time.monotonic() - start)
 
-    def _kill_children(self) -> None:
-        """Kill every process in the container but PID 1 and the shell (``setsid`` children included)."""
-        if self._supervise(f"kill {self._shell_pid or 0}") is None:
+    def _kill_children(self) -> int:
+        """Kill every process in the container but PID 1 and the shell (``setsid`` children included);
+        returns how many were killed."""
+        answer = self._supervise(f"kill {self._shell_pid or 0}")
+        if answer is None:
             self._drop_container()  # the supervisor is gone: the container with it
+            return 0
+        return int(answer.split()[-1]) if answer.split()[-1].isdigit() else 0
 
     def _restart_shell(self) -> None:
         if self._alive():
@@ -501,7 +540,7 @@ class DockerSandbox:
             self._shell.send((f"cd /tmp && find . -mindepth 1 -delete 2>/dev/null; cd {TESTBED} && "
                               f"exec /usr/bin/env -i {assign} /bin/bash --noprofile --norc\n"
                               f"{self._handshake()}").encode())
-            self._ctl_buf = b""
+            self._ctl_buf = self._out_held = b""
             self._pending = True
             return
         if self._alive():
