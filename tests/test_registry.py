@@ -95,6 +95,17 @@ def test_add_git_source_writes_a_measured_locked_spec(tiny):
     assert path.read_text().startswith("# Written by `frog-gym registry add`.")
 
 
+def test_validate_compares_with_the_record(tiny, tmp_path, capsys):
+    _, path, _ = tiny
+    assert main(["registry", "validate", str(path), "--json"]) == 0
+    (check,) = json.loads(capsys.readouterr().out)["checks"]
+    assert (check["ok"], check["tests"], check["passing"], check["changes"]) == (True, 3, 3, [])
+    changed = tmp_path / "tiny.toml"
+    changed.write_text(path.read_text().replace("tests = 3\n", "tests = 99\n"))
+    assert main(["registry", "validate", str(changed)]) == 1
+    assert capsys.readouterr().out == "CHANGED tiny: tests collected: recorded 99, now 3\n"
+
+
 def test_add_refuses_an_existing_spec_without_force(tiny):
     source, path, _ = tiny
     with pytest.raises(RefusedError) as e:
@@ -159,15 +170,13 @@ def test_flaky_and_failing_tests_are_told_apart(tmp_path):
     assert m["tests"] == 12 and m["passing"] == 12 - len(m["flaky"]) - len(m["failing"])
     assert result.data["generate"]["mutable"] == ["coin.py"]
 
-    # validate: the recorded baseline holds; dropping the failing test from it shows up as newly failing
-    assert main(["registry", "validate", str(result.path), "--json"]) == 0
+    # validate: dropping the always-failing test from the record shows it as newly failing
     text = result.path.read_text().replace('"test_coin.py::test_always_fails",', "")
     if '"test_coin.py::test_always_fails"' in text:  # the only entry of the list
         text = text.replace('"test_coin.py::test_always_fails"', "")
     result.path.write_text(text)
     check = onboarding.validate_spec(load_repo_file(result.path))
-    assert not check.ok
-    assert "1 newly failing: test_coin.py::test_always_fails" in check.changes
+    assert not check.ok and "test_coin.py::test_always_fails" in check.newly_failing
 
 
 # --- sources and hashes ----------------------------------------------------------------------------------
