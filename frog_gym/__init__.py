@@ -17,17 +17,20 @@ DEFAULT_MAX_STEPS = 100
 
 
 def _register_all() -> None:
-    from gymnasium.envs.registration import register, registry
+    from gymnasium.envs.registration import EnvSpec, register, registry
 
     from frog_gym.task import task_index
 
     entry = "frog_gym.env:FrogSWEEnv"
     if "FrogSWE-v0" not in registry:
         register("FrogSWE-v0", entry_point=entry, max_episode_steps=DEFAULT_MAX_STEPS)
+    # One spec per task, inserted directly: gymnasium's register() checks every registered id each call,
+    # which is quadratic in the task count (seconds for a thousand tasks); these ids are unique by build.
     for iid in task_index():
         env_id = f"FrogSWE/{iid}-v0"
         if env_id not in registry:
-            register(env_id, entry_point=entry, max_episode_steps=DEFAULT_MAX_STEPS, kwargs={"task_id": iid})
+            registry[env_id] = EnvSpec(id=env_id, entry_point=entry, max_episode_steps=DEFAULT_MAX_STEPS,
+                                       kwargs={"task_id": iid})
 
 
 _register_all()
