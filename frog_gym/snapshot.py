@@ -117,9 +117,14 @@ def download_sdist(name: str, version: str, dest: Path) -> Path:
                            f"run once with network (unset FROG_GYM_OFFLINE).")
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
            "--disable-pip-version-check", "-q", "-d", str(dest), f"{name}=={version}"]
-    PIP_RUNS["download"] += 1
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    files = [f for f in dest.iterdir() if f.name.endswith((".tar.gz", ".zip", ".tgz", ".tar.bz2"))]
+    # pip prepares the sdist's metadata (which we discard) before it saves the file: first without build
+    # isolation, which is fast when this Python has the build backend; then isolated, which always works
+    for attempt in (["--no-build-isolation"], []):
+        PIP_RUNS["download"] += 1
+        proc = subprocess.run(cmd + attempt, capture_output=True, text=True)
+        files = [f for f in dest.iterdir() if f.name.endswith((".tar.gz", ".zip", ".tgz", ".tar.bz2"))]
+        if proc.returncode == 0 and files:
+            break
     if proc.returncode != 0 or not files:
         raise SourceError(f"pip could not download the sdist {name}=={version} (exit {proc.returncode}); "
                           f"check the name and that this version has a source release:\n{_tail(proc.stderr)}")
