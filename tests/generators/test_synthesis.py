@@ -275,3 +275,20 @@ def test_check_env_on_a_sample_of_generated_ids():
             check_env(env, skip_render_check=True)
         finally:
             env.close()
+
+
+def test_ids_sidecar_is_used_only_when_it_matches_its_task_file(tmp_path):
+    from frog_gym.generators.synthesis import write_ids_sidecar
+    from frog_gym.task import _scan_ids, read_ids_sidecar
+
+    task = load_task("inflection__handwritten-0001")
+    path = tmp_path / "inflection.jsonl"
+    path.write_text(task.to_json() + "\n\n" + task.to_json().replace("handwritten-0001", "handwritten-9999") + "\n")
+    write_ids_sidecar(path)
+    side = path.with_suffix(".ids").read_text()
+    ids = read_ids_sidecar(side, path.stat().st_size)
+    assert ids == _scan_ids(path.read_bytes()) == [("inflection__handwritten-0001", 0),
+                                                   ("inflection__handwritten-9999", 2)]
+    with open(path, "a") as f:
+        f.write(task.to_json().replace("handwritten-0001", "handwritten-5555") + "\n")
+    assert read_ids_sidecar(side, path.stat().st_size) is None  # stale: task_index scans the file instead
