@@ -165,7 +165,7 @@ def _list(args: argparse.Namespace) -> int:
     table = Table(title=f"{len(rows)} repositories")
     for col, justify in (("repository", "left"), ("version", "left"), ("kind", "left"), ("tests", "right"),
                          ("passing", "right"), ("suite s", "right"), ("tasks", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        table.add_column(col, justify=justify, no_wrap=col in ("repository", "version"))  # type: ignore[arg-type]
     for r in rows:
         table.add_row(r["name"], r["version"], r["kind"], str(r["tests"]), str(r["passing"]),
                       f"{r['suite_seconds']:.1f}", str(r["tasks"]))
