@@ -10,7 +10,7 @@ through the env's own ``str_replace`` tool, reruns the failing tests and then th
 first edit that makes every test pass without breaking one that passed. If none does within its step
 budget, it keeps the best partial fix (fewer failures, nothing broken) or reverts, and submits.
 
-Each candidate costs two steps (the edit, the check), so a budget of 100 steps tries about 45 of them.
+Each candidate costs two steps (the edit, the check); it checks at most ``max_candidates`` of them.
 It solves bugs a single local edit undoes (a flipped comparison, an off-by-one constant) and honestly
 fails the rest (a deleted statement, a wrong literal).
 
@@ -114,6 +114,8 @@ class AprAgent:
         max_steps: the step budget it plans for; the harness's ``max_steps`` (``info["max_steps"]``) wins
             when smaller. Two steps are kept for the final edit and ``submit``.
         max_lines: how many of the most suspicious lines it tries edits on.
+        max_candidates: how many candidate edits it checks at most (the right one, when it exists, is
+            usually among the first few; a failing search otherwise spends the whole step budget).
         trace_budget_s: seconds of testing before the probe stops starting new tests; at 1.6 times that it
             answers with what it has (keep that under the harness's per-command timeout).
         check_budget_s: seconds a candidate's check may take before it counts as rejected.
@@ -122,6 +124,7 @@ class AprAgent:
 
     max_steps: int = 100
     max_lines: int = 25
+    max_candidates: int = 24
     trace_budget_s: float = 15.0
     check_budget_s: float = 25.0
     python: str = "python"
@@ -130,9 +133,9 @@ class AprAgent:
     def __post_init__(self) -> None:
         if self.max_steps < 6:
             raise ValueError(f"AprAgent.max_steps={self.max_steps} leaves no room for a candidate; use at least 6.")
-        if self.max_lines < 1 or self.trace_budget_s <= 0:
-            raise ValueError(f"AprAgent needs max_lines >= 1 and trace_budget_s > 0, got {self.max_lines} and "
-                             f"{self.trace_budget_s}.")
+        if self.max_lines < 1 or self.max_candidates < 1 or self.trace_budget_s <= 0:
+            raise ValueError(f"AprAgent needs max_lines >= 1, max_candidates >= 1 and trace_budget_s > 0, got "
+                             f"{self.max_lines}, {self.max_candidates} and {self.trace_budget_s}.")
         self._plan: Generator[Action, str, None] | None = None
 
     def reset(self, prompt: str, info: dict[str, Any]) -> None:
@@ -206,8 +209,9 @@ class AprAgent:
         extra["candidates"] = len(candidates)
         current = dict(originals)
         best: tuple[int, _Candidate] | None = None
-        for cand in candidates:
-            if self.budget - self.steps < 2 + 2 + 1:  # edit + check, then the final edit and submit
+        for cand in candidates[: self.max_candidates]:
+            moves = sum(1 for p, text in current.items() if text != (cand.text if p == cand.path else originals[p]))
+            if self.budget - self.steps < moves + 3:  # the edits, the check, the final revert, submit
                 extra["outcome"] = "step budget spent"
                 break
             ok = yield from self._move(current, cand.path, cand.text)
@@ -223,12 +227,12 @@ class AprAgent:
                 best = (int(check.get("suite_failing", 1 << 30)), cand)
         else:
             extra["outcome"] = "no candidate passed"
-        if best is not None:
+        if best is not None:  # fewer failures and nothing broken: better than the bug as it stands
             extra["outcome"] += f"; kept the partial fix {best[1].description}"
             yield from self._move(current, best[1].path, best[1].text)
-        for path, text in originals.items():
-            if best is None or path != best[1].path:
-                yield from self._move(current, path, text)
+        elif originals:  # put every file back as it was
+            path = next(iter(originals))
+            yield from self._move(current, path, originals[path])
         yield dict(SUBMIT)
 
     def _read(self, path: str) -> Generator[Action, str, str | None]:

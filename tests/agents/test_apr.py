@@ -70,3 +70,75 @@ def test_apr_solves_some_tasks_and_honestly_fails_others(tmp_path):
     tools = [r["action"]["tool"] for r in records if r["type"] == "step"]
     assert tools[-1] == "submit" and "str_replace" in tools  # edits go through the env's own tools
     assert records[-1]["agent_stats"]["extra"]["outcome"].startswith("solved by frogtoy.py:")
+
+
+class FakeRepo:
+    """Answers the agent's actions like the env would, from a script of probe results keyed by mode."""
+
+    def __init__(self, source: str, checks: dict[str, dict[str, object]]):
+        self.files = {"m.py": source}
+        self.checks = checks
+
+    def step(self, action: dict[str, object]) -> str:
+        import base64
+
+        if action["tool"] == "str_replace":
+            text = self.files[action["path"]]
+            assert text.count(action["old_str"]) == 1
+            self.files[action["path"]] = text.replace(action["old_str"], action["new_str"])
+            return f"Edited /testbed/{action['path']}."
+        command = str(action.get("command", ""))
+        if " run " in command:
+            result = {"mode": "run", "failed": 2, "failing": ["t::a", "t::b"]}
+        elif " trace " in command:
+            result = {"mode": "trace", "failed": 2, "suspicious": [["m.py", 2, 1.0]]}
+        elif " read " in command:
+            data = self.files["m.py"].encode()
+            result = {"mode": "read", "size": len(data), "data": base64.b64encode(data).decode()}
+        elif " check " in command:
+            result = self.checks.get(self.files["m.py"], {"accepted": False, "solved": False})
+        else:
+            return "\n[exit code 0]"
+        return "APR-PROBE " + json.dumps(result) + "\n\n[exit code 0]"
+
+
+def drive(agent: AprAgent, repo: FakeRepo) -> list[dict[str, object]]:
+    agent.reset(PROMPT, {"max_steps": 40})
+    actions, obs = [], PROMPT
+    while True:
+        action = agent.act(obs)
+        actions.append(action)
+        if action["tool"] == "submit":
+            return actions
+        obs = repo.step(action)
+
+
+PROMPT = "You are working in the repository at /testbed (the Python package `m`).\n<issue>\n`f(1)` is wrong\n</issue>\n"
+SOURCE = "def f(x):\n    return x < 1\n"
+
+
+def test_without_a_full_fix_it_keeps_the_best_partial_one():
+    partial = "def f(x):\n    return x <= 1\n"
+    repo = FakeRepo(SOURCE, {partial: {"accepted": True, "solved": False, "suite_failing": 1}})
+    actions = drive(AprAgent(max_steps=40), repo)
+    assert repo.files["m.py"] == partial
+    assert sum(a["tool"] == "submit" for a in actions) == 1
+
+
+def test_without_any_fix_it_reverts_every_edit():
+    repo = FakeRepo(SOURCE, {})
+    agent = AprAgent(max_steps=40)
+    actions = drive(agent, repo)
+    assert repo.files["m.py"] == SOURCE
+    assert agent.stats.extra["outcome"] == "no candidate passed"
+    assert len(actions) <= 40
+
+
+def test_it_stops_at_max_candidates_and_within_its_step_budget():
+    repo = FakeRepo(SOURCE, {})
+    agent = AprAgent(max_steps=12, max_candidates=50)
+    actions = drive(agent, repo)
+    assert len(actions) <= 12 and repo.files["m.py"] == SOURCE
+    agent = AprAgent(max_steps=100, max_candidates=2)
+    drive(agent, FakeRepo(SOURCE, {}))
+    assert len(agent.stats.extra["tried"]) == 2
