@@ -211,9 +211,12 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
                 for fut in cf.as_completed(futures):
                     record(fut.result())
             except BaseException:
+                procs = list((getattr(pool, "_processes", None) or {}).values())
+                for proc in procs:
+                    proc.terminate()  # episodes in flight are lost; each worker closes its env and exits
                 pool.shutdown(wait=False, cancel_futures=True)
-                for proc in list(getattr(pool, "_processes", {}).values()):
-                    proc.terminate()  # episodes in flight are lost; their sandboxes die with them
+                for proc in procs:
+                    proc.join(timeout=30)
                 raise
             pool.shutdown(wait=True)
     except KeyboardInterrupt:

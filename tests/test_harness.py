@@ -130,15 +130,17 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "frog_gym.cli", *args]
 
 
-def test_resume_after_interruption_skips_finished_episodes(tmp_path):
+@pytest.mark.parametrize("sig,workers", [(signal.SIGINT, 1), (signal.SIGTERM, 2)])
+def test_resume_after_interruption_skips_finished_episodes(tmp_path, sig, workers):
     out = tmp_path / "run"
-    cmd = _cli("bench", "--agent", "noop", "--suite", ",".join(FAST), "--out", str(out), "--no-progress")
+    cmd = _cli("bench", "--agent", "noop", "--suite", ",".join(FAST), "--out", str(out), "--no-progress",
+               "--workers", str(workers))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     results = out / "results.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (results.exists() and results.read_text().count("\n") >= 1):
         time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    proc.send_signal(sig)  # Ctrl-C, or kill
     output, _ = proc.communicate(timeout=120)
     first = load_results(out)
     assert proc.returncode == 130, output
