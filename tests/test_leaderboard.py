@@ -143,3 +143,14 @@ def test_cli_refuses_one_table_over_two_harnesses(tmp_path):
     ok = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0, ok.stderr
     assert "harness aaaa" in ok.stdout and "harness bbbb" in ok.stdout
+
+
+def test_stored_results_are_package_data_and_rank_per_harness():
+    from frog_gym.leaderboard.render import leaderboard_dir, results_dir
+
+    stored = load_results([results_dir()])
+    assert stored, f"no results under {results_dir()}"
+    assert all(r.fingerprint and r.harness.get("suite") for r in stored)
+    tables = board(stored)
+    assert {t.fingerprint for t in tables} == {r.fingerprint for r in stored}
+    assert (leaderboard_dir() / "README.md").read_text().startswith("# frog-gym leaderboard")
