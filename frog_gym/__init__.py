@@ -1,7 +1,9 @@
 """frog-gym: executable software-engineering environments for training and benchmarking coding agents.
 
-Importing ``frog_gym`` registers ``FrogSWE-v0`` (samples across every registered task) and one id per
-task, ``FrogSWE/<instance_id>-v0``. Registration reads only the task ids, so the import stays fast.
+Importing ``frog_gym`` registers ``FrogSWE-v0`` (samples across every registered task), one id per
+task, ``FrogSWE/<instance_id>-v0``, and ``FrogSWE-Toy-v0`` (samples the flipped-operator tasks of the
+one-module ``frogtoy`` repository, small enough for a tiny model to learn). Registration reads only the
+task ids, so the import stays fast.
 
 Example:
     >>> import gymnasium as gym, frog_gym
@@ -14,6 +16,9 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 DEFAULT_MAX_STEPS = 100
+TOY_REPO = "frogtoy"
+"""The repository of ``FrogSWE-Toy-v0``: one-line operator bugs a tiny model can learn to fix."""
+TOY_MAX_STEPS = 4
 
 
 def _register_all() -> None:
@@ -31,6 +36,9 @@ def _register_all() -> None:
         if env_id not in registry:
             registry[env_id] = EnvSpec(id=env_id, entry_point=entry, max_episode_steps=DEFAULT_MAX_STEPS,
                                        kwargs={"task_id": iid})
+    toy = sorted(iid for iid in task_index() if iid.startswith(TOY_REPO + "__"))
+    if toy and "FrogSWE-Toy-v0" not in registry:
+        register("FrogSWE-Toy-v0", entry_point=entry, max_episode_steps=TOY_MAX_STEPS, kwargs={"task_ids": toy})
 
 
 _register_all()

@@ -11,6 +11,7 @@ workspace mount (``/testbed`` plus the spec's ``import_paths``). So an agent's e
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -23,7 +24,9 @@ import tempfile
 import time
 import zipfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from filelock import FileLock
@@ -168,13 +171,34 @@ def snapshot_tree(spec: RepoSpec) -> Path:
         return dest
 
 
+SHIPPED = "registry:"
+"""Prefix of a git source that names a folder shipped inside the registry package, e.g. ``registry:toy/frogtoy``."""
+
+
+@contextlib.contextmanager
+def _shipped_git(url: str, scratch: Path) -> Iterator[str]:
+    """``url`` itself, or for a ``registry:`` source the folder as a one-commit git repository (plain files
+    ship in the package; the commit is deterministic, so the spec's ``commit`` pins their content)."""
+    if not url.startswith(SHIPPED):
+        yield url
+        return
+    folder = resources.files("frog_gym.registry").joinpath(url[len(SHIPPED):])
+    if not folder.is_dir():
+        raise SourceError(f"{url}: no such folder in the registry package (frog_gym/registry).")
+    with tempfile.TemporaryDirectory(dir=scratch) as tmp, resources.as_file(folder) as src:
+        repo = Path(tmp) / "repo"
+        shutil.copytree(src, repo, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", _DONE))
+        git_commit_tree(repo, "frog-gym shipped source")
+        yield str(repo)
+
+
 def _checkout_git(spec: RepoSpec, dest: Path) -> None:
     src = spec.source
     if paths.offline() and "://" in src.url:
         raise OfflineError(f"FROG_GYM_OFFLINE=1 but '{spec.name}' ({src}) is not in the cache; run once online.")
-    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp, _shipped_git(src.url, dest.parent) as url:
         env = {**os.environ, **_GIT_ENV}
-        for cmd in (["git", "init", "-q", tmp], ["git", "-C", tmp, "fetch", "-q", "--depth=1", src.url, src.commit],
+        for cmd in (["git", "init", "-q", tmp], ["git", "-C", tmp, "fetch", "-q", "--depth=1", url, src.commit],
                     ["git", "-C", tmp, "checkout", "-q", "FETCH_HEAD"]):
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if proc.returncode != 0:
