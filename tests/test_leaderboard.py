@@ -136,7 +136,7 @@ def test_add_run_stores_results_sorted_by_episode(tmp_path):
 def test_cli_refuses_one_table_over_two_harnesses(tmp_path):
     f = tmp_path / "mixed.jsonl"
     f.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in [ep("t1", fp="aaaa"), ep("t1", fp="bbbb")]))
-    cmd = [sys.executable, "-m", "frog_gym.cli", "leaderboard", "--results", str(f), "--out", str(tmp_path / "o")]
+    cmd = [sys.executable, "-m", "frog_gym.cli", "leaderboard", "--results", str(f), "--dir", str(tmp_path / "o")]
     refused = subprocess.run([*cmd, "--one-table"], check=False, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 1
     assert "frog-gym leaderboard: error: These results come from 2 different harnesses" in refused.stderr

@@ -13,8 +13,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="first copy a bench run's results into leaderboard/results/ (repeatable)")
     p.add_argument("--results", action="append", default=[], metavar="PATH",
                    help="also include these results files or run directories, without storing them")
-    p.add_argument("--out", help="where to write README.md, index.html and plots/ (default: the leaderboard "
-                                 "package folder)")
+    p.add_argument("--dir", help="the leaderboard folder: results are read from DIR/results and README.md, "
+                                 "index.html and plots/ written to DIR (default: the frog_gym.leaderboard package)")
     p.add_argument("--one-table", action="store_true",
                    help="rank every result in a single table (refused when they come from several harnesses)")
 
@@ -22,19 +22,18 @@ def configure(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from frog_gym.leaderboard.render import add_run, leaderboard_dir, load_results, render, results_dir, table
 
-    root = leaderboard_dir()
+    root = Path(args.dir) if args.dir else leaderboard_dir()
     for run_dir in args.add:
-        dest = add_run(Path(run_dir))
+        dest = add_run(Path(run_dir), root)
         print(f"added {run_dir} -> {dest}")
     sources = [results_dir(root), *map(Path, args.results)]
     results = load_results(sources)
     if args.one_table:
         table(results)  # raises with an explanation when fingerprints differ
-    out = Path(args.out) if args.out else root
-    tables = render(results, out)
+    tables = render(results, root)
     for t in tables:
         best = t.ranked[0] if t.ranked else None
         lead = f"; leader {best.agent} {100 * best.rate:.1f}%" if best else ""
         print(f"harness {t.fingerprint} ({t.harness.get('suite')}): {len(t.rows)} agent(s){lead}")
-    print(f"wrote {out / 'README.md'}, {out / 'index.html'} and {len(tables)} plot(s) in {out / 'plots'}")
+    print(f"wrote {root / 'README.md'}, {root / 'index.html'} and {len(tables)} plot(s) in {root / 'plots'}")
     return 0
