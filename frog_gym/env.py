@@ -50,7 +50,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
 
     Args:
         task_id: always run this task (registered ids ``FrogSWE/<instance_id>-v0`` set it).
-        task_ids: sample among these at each reset (default: every registered task).
+        task_ids: sample among these at each reset (default: every registered task but the toy family).
         max_steps: step budget (default: the registration's ``max_episode_steps``, else 100).
         wall_time_s: wall-clock budget of an episode, grading excluded.
         limits: sandbox limits (per-command timeout, output cap, memory, processes, ...).
@@ -104,7 +104,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         options = options or {}
         task_id = options.get("task_id") or self.task_id
         if task_id is None:
-            pool = self._pool if self._pool is not None else sorted(task_index())
+            pool = self._pool if self._pool is not None else default_pool()
             if not pool:
                 raise FrogGymError("No tasks are registered; see `frog-gym tasks` and `frog-gym generate`.")
             task_id = pool[int(self.np_random.integers(len(pool)))]
@@ -221,6 +221,13 @@ class FrogSWEEnv(gym.Env[str, Any]):
             self.close()
         except Exception:
             pass
+
+
+def default_pool() -> list[str]:
+    """What ``FrogSWE-v0`` samples: every registered task but the toy family (``FrogSWE-Toy-v0``)."""
+    from frog_gym import TOY_REPO
+
+    return sorted(i for i in task_index() if not i.startswith(TOY_REPO + "__"))
 
 
 def _show_action(call: Call | ActionError) -> str:
