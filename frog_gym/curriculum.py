@@ -42,7 +42,7 @@ import numpy as np
 from frog_gym.errors import UnknownNameError, did_you_mean
 
 MODES = ("frontier", "uniform", "dapo", "sfl")
-STATEMENT_LEVELS = ("full", "partial", "vague")
+STATEMENT_LEVELS = ("full", "medium", "vague")
 """Problem-statement levels, most to least informative, as the prior heuristic and synthesis read them."""
 
 _STATE_FORMAT = 1
@@ -192,7 +192,7 @@ def prior_mean(features: Mapping[str, Any] | None = None, reference_pass_rate: f
 
     A reference pass rate (of some other model on this task) wins, clipped to [0.02, 0.98]. Otherwise a
     deliberately simple heuristic on difficulty features: ``logit = 1 - 0.8 * (n_sites - 1) - s`` with
-    ``s`` = 0, 0.5 or 1 for a ``full``, ``partial`` or ``vague`` statement (0.5 for other levels); other
+    ``s`` = 0, 0.5 or 1 for a ``full``, ``medium`` or ``vague`` statement (0.5 for other levels); other
     features are ignored. Without either, 0.5. The prior only orders untried tasks: a group's evidence
     outweighs it (see ``CurriculumConfig.prior_strength``).
 
