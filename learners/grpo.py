@@ -106,7 +106,11 @@ class GRPOConfig:
     max_context_tokens: int | None = None
     """Longest trajectory; past it the episode is cut (masked). None: the model's position limit."""
     mask_truncated: bool = True
-    """Mask episodes cut by a budget instead of scoring their graded state."""
+    """Mask episodes cut by a budget instead of scoring their graded state. Masking has a price: a policy
+    can learn to run out the budget on episodes it is about to fail, since a masked episode is never
+    penalised (seen on the toy family with two turns); watch ``masked_fraction``."""
+    partial_credit: bool = False
+    """Reward the pass rate of the selected tests instead of 0/1 (the env's ``partial_credit``)."""
     zero_variance: str = "drop"
     """What happens to groups whose rewards are all equal: ``drop`` them, or ``backfill`` with new groups."""
     max_backfill_rounds: int = 2
@@ -190,7 +194,7 @@ def make_envs(cfg: GRPOConfig, n: int) -> list[Any]:
     import frog_gym  # noqa: F401
 
     return [gym.make(cfg.env_id, max_steps=cfg.max_turns, wall_time_s=cfg.wall_time_s,
-                     max_episode_steps=cfg.max_turns) for _ in range(n)]
+                     partial_credit=cfg.partial_credit, max_episode_steps=cfg.max_turns) for _ in range(n)]
 
 
 # ---- advantage and loss ----------------------------------------------------------------------------------

@@ -83,8 +83,10 @@ def _episodes(env: Any) -> list[tuple[str, str, str]]:
     return out
 
 
-def train_tokenizer(texts: list[str], vocab_size: int = 800) -> Any:
-    """A byte-level BPE tokenizer (every string encodes; decoding gives it back exactly) trained on ``texts``."""
+def train_tokenizer(texts: list[str], vocab_size: int = 2000, *, chat_template: str = CHAT_TEMPLATE,
+                    special: tuple[str, ...] = SPECIAL, eos: str = "<|end|>", pad: str = "<|pad|>") -> Any:
+    """A byte-level BPE tokenizer (every string encodes; decoding gives it back exactly) trained on ``texts``,
+    with ``special`` tokens (``eos`` ends a reply) and a chat template."""
     require_torch()
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -93,16 +95,16 @@ def train_tokenizer(texts: list[str], vocab_size: int = 800) -> Any:
     # No split at spaces: merges may span words, so the toy family's fixed text becomes a few long tokens.
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL), show_progress=False,
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(special), show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     bpe.train_from_iterator(texts, trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token="<|pad|>", eos_token="<|end|>",
-                                        additional_special_tokens=["<|user|>", "<|assistant|>"])
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token=pad, eos_token=eos,
+                                        additional_special_tokens=[t for t in special if t not in (eos, pad)])
+    tokenizer.chat_template = chat_template
     return tokenizer
 
 
-def tiny_gpt2(tokenizer: Any, *, n_layer: int = 2, n_embd: int = 128, n_head: int = 4, n_positions: int = 1024,
+def tiny_gpt2(tokenizer: Any, *, n_layer: int = 2, n_embd: int = 64, n_head: int = 4, n_positions: int = 1024,
               seed: int = 0) -> Any:
     """A freshly initialised GPT-2 of the given size over ``tokenizer``'s vocabulary."""
     torch = require_torch()
@@ -116,7 +118,7 @@ def tiny_gpt2(tokenizer: Any, *, n_layer: int = 2, n_embd: int = 128, n_head: in
     return GPT2LMHeadModel(config)
 
 
-def warm_start(policy: HFPolicy, episodes: list[tuple[str, str, str]], *, steps: int = 150, batch_size: int = 16,
+def warm_start(policy: HFPolicy, episodes: list[tuple[str, str, str]], *, steps: int = 80, batch_size: int = 16,
                learning_rate: float = 3e-3, seed: int = 0) -> list[float]:
     """Teach the format by imitation: ``action`` after each prompt, ``submit`` after each observation.
 
@@ -164,8 +166,8 @@ def pad_right(trajectories: list[Trajectory], pad: int) -> tuple[Any, Any, Any]:
     return ids, attention, mask
 
 
-def make_tiny_model(path: str | os.PathLike[str], *, seed: int = 0, warm_steps: int = 150, vocab_size: int = 800,
-                    n_embd: int = 128) -> Path:
+def make_tiny_model(path: str | os.PathLike[str], *, seed: int = 0, warm_steps: int = 80, vocab_size: int = 2000,
+                    n_embd: int = 64) -> Path:
     """Build, warm up and save the tiny toy policy (tokenizer and model) at ``path``; returns the path.
 
     With ``warm_steps=0`` the model is left as initialised (it then never writes a valid action).

@@ -14,5 +14,6 @@ COMMANDS: dict[str, str] = {
     "predictions": "frog_gym.commands.predictions",
     "suites": "frog_gym.commands.suites",
     "tasks": "frog_gym.commands.tasks",
+    "train": "frog_gym.commands.train",
     "registry": "frog_gym.commands.registry",
 }

@@ -1,0 +1,137 @@
+"""FrogSWE for TRL's ``GRPOTrainer``, through its ``environment_factory`` extension point.
+
+TRL (1.x) documents ``GRPOTrainer(..., environment_factory=factory)``: ``factory()`` returns an object
+whose ``reset(**example)`` returns text appended to the prompt, whose public methods are tools the model
+may call (typed, with Google-style docstrings, which TRL turns into the tool schema), and whose
+``get_reward()`` scores the rollout. :class:`FrogSWEToolEnv` is that object over a FrogSWE env: the
+dataset's ``task_id`` column picks the task, the env's prompt is the observation, its tools are the
+methods, and the reward is the graded result (an episode the model never submitted is graded as it
+stands when TRL asks; an infrastructure failure scores ``None``, which TRL leaves out).
+
+TRL also needs a tokenizer whose chat template can render tool calls and whose replies it can parse
+(see ``trl.chat_template_utils.add_response_schema``: Qwen, Llama 3, GLM, GPT-OSS, ...).
+
+Example:
+    >>> from trl import GRPOConfig, GRPOTrainer  # doctest: +SKIP
+    >>> trainer = GRPOTrainer(model, args=GRPOConfig(...), processing_class=tokenizer,  # doctest: +SKIP
+    ...                       train_dataset=task_dataset(["frogtoy__handwritten-0001"], repeats=8),
+    ...                       environment_factory=environment_factory("FrogSWE-Toy-v0"))
+    >>> trainer.train()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+class FrogSWEToolEnv:
+    """One FrogSWE episode at a time, with the tools as methods (one instance per concurrent rollout).
+
+    Args:
+        env_id: the registered env (``FrogSWE-v0``, ``FrogSWE-Toy-v0``, ``FrogSWE/<task>-v0``, ...).
+        **env_kwargs: passed to ``gymnasium.make`` (``max_steps``, ``wall_time_s``, ...).
+    """
+
+    def __init__(self, env_id: str = "FrogSWE-v0", **env_kwargs: Any):
+        import gymnasium as gym
+
+        import frog_gym  # noqa: F401  (registers the envs)
+
+        self.env = gym.make(env_id, **env_kwargs)
+        self.reward: float | None = 0.0
+        self.done = True
+
+    def reset(self, **example: Any) -> str:
+        """Start the episode of ``example["task_id"]`` (else the env's own choice); returns the task prompt."""
+        task_id = example.get("task_id")
+        prompt, _ = self.env.reset(options={"task_id": task_id} if task_id else None)
+        self.reward, self.done = 0.0, False
+        return prompt
+
+    def _act(self, action: dict[str, Any]) -> str:
+        if self.done:
+            return "The episode is over; no more tool calls are needed."
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            self.done = True
+            self.reward = None if info.get("infra_failure") else float(reward)
+        return obs
+
+    def bash(self, command: str) -> str:
+        """Run a command in a persistent bash shell at the repository root (no network).
+
+        Args:
+            command: The bash command to run.
+
+        Returns:
+            The command's output and exit code.
+        """
+        return self._act({"tool": "bash", "command": command})
+
+    def view(self, path: str) -> str:
+        """Show a file with line numbers, or list a directory.
+
+        Args:
+            path: File or directory path, relative to the repository root.
+
+        Returns:
+            The numbered file content or the directory listing.
+        """
+        return self._act({"tool": "view", "path": path})
+
+    def str_replace(self, path: str, old_str: str, new_str: str) -> str:
+        """Replace old_str by new_str in a file; old_str must occur exactly once.
+
+        Args:
+            path: File path, relative to the repository root.
+            old_str: The exact text to replace.
+            new_str: The replacement text.
+
+        Returns:
+            A snippet of the file around the change, or why nothing was replaced.
+        """
+        return self._act({"tool": "str_replace", "path": path, "old_str": old_str, "new_str": new_str})
+
+    def create(self, path: str, file_text: str) -> str:
+        """Create a file with the given content, or overwrite an existing one.
+
+        Args:
+            path: File path, relative to the repository root.
+            file_text: The full content of the file.
+
+        Returns:
+            A confirmation.
+        """
+        return self._act({"tool": "create", "path": path, "file_text": file_text})
+
+    def submit(self) -> str:
+        """Finish: the repository's tests grade the current state of the files.
+
+        Returns:
+            The grading summary.
+        """
+        return self._act({"tool": "submit"})
+
+    def get_reward(self) -> float | None:
+        """The graded reward; an episode still open is submitted (graded as it stands) first."""
+        if not self.done:
+            self._act({"tool": "submit"})
+        return self.reward
+
+
+def environment_factory(env_id: str = "FrogSWE-v0", **env_kwargs: Any) -> Callable[[], FrogSWEToolEnv]:
+    """What ``GRPOTrainer(environment_factory=...)`` takes: a callable making one env per rollout."""
+    return functools.partial(FrogSWEToolEnv, env_id, **env_kwargs)
+
+
+def task_dataset(task_ids: Sequence[str], repeats: int = 1) -> Any:
+    """A ``datasets.Dataset`` with a ``prompt`` column (the env's prompt is appended to it by TRL) and a
+    ``task_id`` column (read by :meth:`FrogSWEToolEnv.reset`), each task ``repeats`` times."""
+    try:
+        from datasets import Dataset
+    except ImportError:
+        raise ImportError("task_dataset needs datasets; install the extra: pip install 'frog-gym[trl]'") from None
+    rows = [t for t in task_ids for _ in range(repeats)]
+    return Dataset.from_dict({"prompt": [[{"role": "user", "content": ""}] for _ in rows], "task_id": rows})

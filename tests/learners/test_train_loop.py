@@ -1,0 +1,50 @@
+"""``frog-gym train``: the curriculum loop with the scripted learner on the toy family."""
+
+from __future__ import annotations
+
+import json
+
+from frog_gym.cli import main
+from frog_gym.commands.train import learner_factory, run_loop
+from frog_gym.curriculum import CurriculumConfig, CurriculumState
+from frog_gym.learners import Learner, LearnerOptions, env_tasks
+from frog_gym.learners.scripted import ScriptedLearner
+
+
+def test_loop_measures_trains_and_remeasures(tmp_path):
+    pool = env_tasks("FrogSWE-Toy-v0")[:3]
+    cur = CurriculumState(pool, CurriculumConfig(seed=0))
+    learner = ScriptedLearner(LearnerOptions(env_id="FrogSWE-Toy-v0", group_size=2, groups_per_update=3), cur,
+                              start=0.0, rate=0.75)
+    assert isinstance(learner, Learner)
+    try:
+        history = run_loop(learner, iterations=2, tasks_per_iteration=3, groups_per_update=3, eval_episodes=1,
+                           out_dir=tmp_path, log=lambda _: None)
+    finally:
+        learner.close()
+    first, second = history
+    assert first["pass_rate"] == 0.0 and first["trained_tasks"] == 3
+    assert first["trained_pass_after"] > first["trained_pass_before"]
+    assert second["pass_rate"] > first["pass_rate"]
+    assert (tmp_path / "iteration-002" / "scripted.json").exists()
+    assert [json.loads(line)["iteration"] for line in (tmp_path / "loop.jsonl").read_text().splitlines()] == [1, 2]
+
+
+def test_cli_runs_the_scripted_learner(tmp_path, capsys):
+    code = main(["train", "--learner", "scripted", "--env", "FrogSWE-Toy-v0", "--tasks",
+                 "frogtoy__handwritten-0001,frogtoy__handwritten-0002", "--iterations", "1",
+                 "--tasks-per-iteration", "2", "--group-size", "2", "--groups-per-update", "2",
+                 "--eval-episodes", "1", "--set", "rate=1", "--out", str(tmp_path)])
+    assert code == 0
+    assert "iteration 1: pool 2" in capsys.readouterr().out
+
+
+def test_learner_names():
+    assert learner_factory("scripted").__module__ == "frog_gym.learners.scripted"
+    assert learner_factory("python:frog_gym.learners.scripted:make_learner") is learner_factory("scripted")
+    try:
+        learner_factory("gpro")
+    except ValueError as e:
+        assert "Unknown learner 'gpro'" in str(e)
+    else:  # pragma: no cover
+        raise AssertionError("an unknown learner must be refused")
