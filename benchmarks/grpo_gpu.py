@@ -49,10 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"skipped": "give --model PATH (a save_pretrained folder) or --tiny"}))
         return 0
 
+    from frog_gym.learners.grpo import pad_right, policy_loss, token_logprobs
     from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
     from frog_gym.agents.hf import HFPolicy, Sampling, Trajectory
-    from frog_gym.learners.grpo import pad_right, policy_loss, token_logprobs
 
     dtype = getattr(torch, args.dtype)
     if args.tiny:

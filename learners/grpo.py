@@ -46,15 +46,15 @@ import random
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from frog_gym.learners import LearnerOptions, env_tasks
 
 from frog_gym.agents.hf import ContextFull, HFPolicy, Sampling, Trajectory, require_torch
 from frog_gym.curriculum import CurriculumConfig, CurriculumState, filter_group
-from frog_gym.learners import LearnerOptions, env_tasks
 
 ZERO_VARIANCE = ("drop", "backfill")
 
@@ -302,13 +302,14 @@ def rollout(policy: HFPolicy, envs: list[Any], schedule: Sequence[tuple[str, int
     for start in range(0, len(schedule), len(envs)):
         wave = list(schedule[start:start + len(envs)])
 
-        def reset(i: int) -> Any:
+        def reset(job: tuple[Any, str]) -> Any:
+            env, task_id = job
             try:
-                return envs[i].reset(options={"task_id": wave[i][0]})[0]
+                return env.reset(options={"task_id": task_id})[0]
             except Exception as e:  # noqa: BLE001 (a broken sandbox is an infrastructure failure, not a crash)
                 return e
 
-        prompts = list(pool.map(reset, range(len(wave))))
+        prompts = list(pool.map(reset, zip(envs, [t for t, _ in wave])))
         batch = [Episode(t, g, Trajectory()) for t, g in wave]
         live = []
         for i, p in enumerate(prompts):
@@ -417,6 +418,8 @@ class GRPO:
             self._load_state(Path(cfg.resume))
         self.envs: list[Any] = []
         self.pool = concurrent.futures.ThreadPoolExecutor(cfg.env_workers, thread_name_prefix="frog-gym-env")
+        self.logger: Logger | None = None
+        """Where :meth:`train_step` logs each update's metrics (set by :func:`train` and :func:`make_learner`)."""
 
     def _load_policy(self, source: str | Path, sampling: Sampling) -> HFPolicy:
         cfg = self.cfg
@@ -573,8 +576,11 @@ class GRPO:
         episodes, rollout_metrics = self.collect()
         metrics = self.update(episodes)
         stats = self.curriculum.stats()
-        return {"step": self.step, **metrics, **rollout_metrics, "tasks": sorted({e.task_id for e in episodes}),
-                "frontier_size": stats["frontier_size"], "curriculum_zero_variance": stats["zero_variance_fraction"]}
+        metrics = {"step": self.step, **metrics, **rollout_metrics, "tasks": sorted({e.task_id for e in episodes}),
+                   "frontier_size": stats["frontier_size"], "curriculum_zero_variance": stats["zero_variance_fraction"]}
+        if self.logger is not None:
+            self.logger.log(metrics)
+        return metrics
 
     # -- checkpoints --
 
@@ -611,6 +617,9 @@ class GRPO:
             env.close()
         self.envs = []
         self.pool.shutdown(wait=True)
+        if self.logger is not None:
+            self.logger.close()
+            self.logger = None
 
 
 def _groups(episodes: Sequence[Episode]) -> dict[int, list[Episode]]:
@@ -633,7 +642,9 @@ def make_learner(options: LearnerOptions, curriculum: CurriculumState) -> GRPO:
     values = {"model": options.model, "env_id": options.env_id, "seed": options.seed,
               "group_size": options.group_size, "groups_per_update": options.groups_per_update,
               "output_dir": options.output_dir, **options.settings}
-    return GRPO(config_from_strings(GRPOConfig, values), curriculum)
+    learner = GRPO(config_from_strings(GRPOConfig, values), curriculum)
+    learner.logger = Logger(learner.cfg)
+    return learner
 
 
 # ---- logging ---------------------------------------------------------------------------------------------
@@ -670,9 +681,8 @@ class Logger:
         print(f"step {metrics.get('step')}: " + " ".join(
             f"{k}={metrics[k]:.4g}" for k in shown if isinstance(metrics.get(k), (int, float))), flush=True)
         for k, v in metrics.items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                if self.tb is not None:
-                    self.tb.add_scalar(k, v, metrics.get("step", 0))
+            if self.tb is not None and isinstance(v, (int, float)) and not isinstance(v, bool):
+                self.tb.add_scalar(k, v, metrics.get("step", 0))
         if self.wandb is not None:
             self.wandb.log({k: v for k, v in metrics.items() if isinstance(v, (int, float))},
                            step=metrics.get("step", 0))
@@ -691,12 +701,11 @@ class Logger:
 def train(cfg: GRPOConfig) -> list[dict[str, Any]]:
     """Run GRPO for ``cfg.updates`` updates (from ``cfg.resume`` if set); returns each update's metrics."""
     learner = GRPO(cfg)
-    logger = Logger(cfg)
+    learner.logger = Logger(cfg)
     history = []
     try:
         while learner.step < cfg.updates:
             metrics = learner.train_step()
-            logger.log(metrics)
             history.append(metrics)
             if cfg.save_every and learner.step % cfg.save_every == 0:
                 learner.save(Path(cfg.output_dir) / f"checkpoint-{learner.step:06d}")
@@ -705,7 +714,6 @@ def train(cfg: GRPOConfig) -> list[dict[str, Any]]:
                 break
         learner.save(Path(cfg.output_dir) / "checkpoint-last")
     finally:
-        logger.close()
         learner.close()
     return history
 

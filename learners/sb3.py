@@ -30,8 +30,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-
 from frog_gym.generators.operators import candidate_fixes
+
 from frog_gym.snapshot import prepare
 from frog_gym.spec import load_repo
 from frog_gym.task import load_task

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from frog_gym.learners import LearnerOptions
 
 from frog_gym.agents.oracle import OracleAgent
 from frog_gym.agents.simple import NoopAgent
 from frog_gym.curriculum import CurriculumState
-from frog_gym.learners import LearnerOptions
 
 
 class ScriptedLearner:

@@ -110,7 +110,7 @@ def run_loop(learner: Any, *, iterations: int, tasks_per_iteration: int, groups_
                 "frontier": len(frontier), "trained_tasks": len(trained),
                 "trained_pass_before": _mean_rate({t: before[t] for t in trained if t in before}),
                 "trained_pass_after": _mean_rate(after),
-                "train_reward": _mean_rate({"r": [r for r in rewards if r is not None and r == r]}),
+                "train_reward": _mean_rate({"r": [r for r in rewards if r is not None and not math.isnan(r)]}),
                 "curriculum": {k: stats[k] for k in ("frontier_size", "mastered", "hopeless", "coverage",
                                                      "synth_proposed", "synth_admitted", "probation")},
             }

@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from frog_gym.learners.grpo import GRPO, GRPOConfig, train  # noqa: E402
+from frog_gym.learners.grpo import GRPO, GRPOConfig, train
 
 
 def _cfg(model, out, **kw):

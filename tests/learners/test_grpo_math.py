@@ -8,8 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from frog_gym.agents.hf import Trajectory  # noqa: E402
-from frog_gym.learners.grpo import leave_one_out, pad_right, policy_loss  # noqa: E402
+from frog_gym.learners.grpo import leave_one_out, pad_right, policy_loss
+
+from frog_gym.agents.hf import Trajectory
 
 
 def test_leave_one_out_by_hand():

@@ -7,9 +7,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from frog_gym.agents.base import Agent  # noqa: E402
-from frog_gym.agents.hf import ChatFormat, HFAgent, HFPolicy, Sampling  # noqa: E402
-from frog_gym.learners.toy import CHAT_TEMPLATE  # noqa: E402
+from frog_gym.learners.toy import CHAT_TEMPLATE
+
+from frog_gym.agents.base import Agent
+from frog_gym.agents.hf import ChatFormat, HFAgent, HFPolicy, Sampling
 
 
 def test_from_pretrained_of_a_locally_saved_tiny_model(tiny_model):

@@ -8,8 +8,9 @@ import pytest
 
 pytest.importorskip("stable_baselines3", reason="needs the sb3 extra")
 
-import frog_gym  # noqa: E402,F401
-from frog_gym.learners.sb3 import MenuEnv, candidate_menu  # noqa: E402
+from frog_gym.learners.sb3 import MenuEnv, candidate_menu
+
+import frog_gym  # noqa: F401
 
 TOY = ["frogtoy__handwritten-0001", "frogtoy__handwritten-0004"]
 

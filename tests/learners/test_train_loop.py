@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
+from frog_gym.learners import Learner, LearnerOptions, env_tasks
+from frog_gym.learners.scripted import ScriptedLearner
+
 from frog_gym.cli import main
 from frog_gym.commands.train import learner_factory, run_loop
 from frog_gym.curriculum import CurriculumConfig, CurriculumState
-from frog_gym.learners import Learner, LearnerOptions, env_tasks
-from frog_gym.learners.scripted import ScriptedLearner
 
 
 def test_loop_measures_trains_and_remeasures(tmp_path):
@@ -48,3 +49,15 @@ def test_learner_names():
         assert "Unknown learner 'gpro'" in str(e)
     else:  # pragma: no cover
         raise AssertionError("an unknown learner must be refused")
+
+
+def test_cli_runs_grpo_on_the_tiny_model(tiny_model, tmp_path, capsys):
+    code = main(["train", "--learner", "grpo", "--model", tiny_model, "--env", "FrogSWE-Toy-v0", "--tasks",
+                 "frogtoy__handwritten-0001,frogtoy__handwritten-0002", "--iterations", "1",
+                 "--tasks-per-iteration", "2", "--group-size", "2", "--groups-per-update", "2",
+                 "--eval-episodes", "1", "--set", "max_turns=2", "--set", "max_new_tokens=12",
+                 "--set", "torch_threads=1", "--set", "tensorboard=false", "--out", str(tmp_path)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "step 1:" in out and "iteration 1: pool 2" in out
+    assert (tmp_path / "iteration-001" / "model" / "config.json").exists()

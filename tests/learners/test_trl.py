@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 trl = pytest.importorskip("trl", reason="needs the trl extra")
 
-from frog_gym.learners.trl_env import FrogSWEToolEnv, environment_factory, task_dataset  # noqa: E402
+from frog_gym.learners.trl_env import FrogSWEToolEnv, environment_factory, task_dataset
 
 TASKS = ["frogtoy__handwritten-0001", "frogtoy__handwritten-0002"]
 
@@ -30,12 +30,11 @@ def test_tool_env_contract():
 
 def _tiny_qwen_style(path):
     """A tiny model whose tokenizer uses the Qwen3 chat template (one TRL can parse tool calls from)."""
-    from trl.chat_template_utils import qwen3_chat_template
-
-    from frog_gym.learners.toy import tiny_gpt2, train_tokenizer
-
     import inspect
     import json
+
+    from frog_gym.learners.toy import tiny_gpt2, train_tokenizer
+    from trl.chat_template_utils import qwen3_chat_template
 
     from frog_gym.prompt import render_prompt
     from frog_gym.task import load_task
