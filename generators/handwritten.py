@@ -12,6 +12,7 @@ I = "inflection/__init__.py"
 C = "src/cachetools/__init__.py"
 K = "src/cachetools/keys.py"
 T = "toolz/itertoolz.py"
+F = "frogtoy.py"  # the FrogSWE-Toy-v0 family (registry/toy/frogtoy)
 
 # (repo, edits, problem statement)
 BUGS: list[tuple[str, list[Edit], str]] = [
@@ -65,6 +66,18 @@ BUGS: list[tuple[str, list[Edit], str]] = [
                     "    return zip(*(collections.deque(itertools.islice(it, i + 1), 0) or it")],
      "`list(sliding_window(2, [1, 2, 3, 4]))` returns `[(2, 3), (3, 4)]`: the windows start one element "
      "late and the first window `(1, 2)` is missing."),
+    ("frogtoy", [Edit(F, "return a + b", "return a - b")],
+     "`add(2, 3)` returns -1 instead of 5: `add` should return the sum of its arguments."),
+    ("frogtoy", [Edit(F, "return c - d", "return c + d")],
+     "`subtract(7, 2)` returns 9; it should return the difference, 5."),
+    ("frogtoy", [Edit(F, "return e * f", "return e + f")],
+     "`multiply(3, 4)` returns 7 instead of the product, 12."),
+    ("frogtoy", [Edit(F, "return g < h", "return g > h")],
+     "`is_less(1, 2)` returns False, but 1 is smaller than 2."),
+    ("frogtoy", [Edit(F, "return m > n", "return m < n")],
+     "`is_greater(5, 3)` returns False, but 5 is larger than 3."),
+    ("frogtoy", [Edit(F, "return p == q", "return p != q")],
+     "`is_equal(4, 4)` returns False: equal numbers should compare equal."),
 ]
 
 
