@@ -29,6 +29,7 @@ def test_wheel_installs_and_reads_registry_data(tmp_path):
             "print(frog_gym.__file__)\n"
             "print(len(task_index()), len(repo_names()), load_repo('inflection').path)\n"
             "print(load_task(sorted(task_index())[0]).repo, 'FrogSWE-v0' in gym.registry)\n"
+            "import frog_gym.commands.bench, frog_gym.commands.train\n"
             "import importlib.util; print(importlib.util.find_spec('generators'), importlib.util.find_spec('registry'))\n")
     out = subprocess.run([str(py), "-c", code], check=True, capture_output=True, text=True, cwd=tmp_path).stdout
     lines = out.splitlines()
