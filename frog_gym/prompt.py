@@ -18,7 +18,8 @@ def tool_help() -> str:
 
 def render_prompt(task: Task, root: str = "/testbed") -> str:
     """The first observation of an episode: the issue, the tools, and how to call them."""
-    return f"""You are working in the repository at {root} (the Python package `{task.repo}`, version {task.version}).
+    version = f", version {task.version}" if task.version else ""
+    return f"""You are working in the repository at {root} (the Python package `{task.repo}`{version}).
 A user reported this problem:
 
 <issue>
