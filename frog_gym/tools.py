@@ -286,7 +286,7 @@ class FileTools:
         try:
             rel = self.fs.resolve(call.args["path"])
             return getattr(self, "_" + call.tool)(rel, call.args)
-        except PathError as e:
+        except (PathError, _NotText) as e:
             return str(e), False
         except OSError as e:
             if e.errno == errno.ELOOP:
@@ -297,6 +297,9 @@ class FileTools:
         return f"{TESTBED}/{rel}" if rel else TESTBED
 
     def _text(self, rel: str) -> str:
+        """An existing file's text, or a :class:`_NotText` whose message tells the agent what is wrong."""
+        if self.fs.kind(rel) != "file":
+            raise _NotText(f"{self._show(rel)} is not an existing file.")
         data = self.fs.read(rel)
         try:
             return data.decode("utf-8")
@@ -354,12 +357,7 @@ class FileTools:
         return f"File written: {self._show(rel)} ({args['file_text'].count(chr(10)) + 1} lines).", True
 
     def _str_replace(self, rel: str, args: dict[str, Any]) -> tuple[str, bool]:
-        if self.fs.kind(rel) != "file":
-            return f"{self._show(rel)} is not an existing file.", False
-        try:
-            text = self._text(rel)
-        except _NotText as e:
-            return str(e), False
+        text = self._text(rel)
         old, new = args["old_str"], args["new_str"]
         if not old:
             return "old_str is empty; give the exact text to replace.", False
@@ -376,18 +374,13 @@ class FileTools:
                     f"{', '.join(map(str, starts))}). Include more surrounding lines to make it unique.", False)
         self._remember(rel)
         at = text.index(old)
-        self.fs.write(rel, (text[:at] + new + text[at + len(old):]).encode("utf-8", "surrogateescape"))
-        line = text.count("\n", 0, at) + 1
         after = text[:at] + new + text[at + len(old):]
+        self.fs.write(rel, after.encode("utf-8", "surrogateescape"))
+        line = text.count("\n", 0, at) + 1
         return f"Edited {self._show(rel)}. Around the change:\n{_snippet(after, line + new.count(chr(10)) // 2)}", True
 
     def _insert(self, rel: str, args: dict[str, Any]) -> tuple[str, bool]:
-        if self.fs.kind(rel) != "file":
-            return f"{self._show(rel)} is not an existing file.", False
-        try:
-            text = self._text(rel)
-        except _NotText as e:
-            return str(e), False
+        text = self._text(rel)
         lines = text.split("\n")
         at = args["insert_line"]
         if not 0 <= at <= len(lines):
