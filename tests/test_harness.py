@@ -133,8 +133,12 @@ def _cli(*args: str) -> list[str]:
 @pytest.mark.parametrize("sig,workers", [(signal.SIGINT, 1), (signal.SIGTERM, 2)])
 def test_resume_after_interruption_skips_finished_episodes(tmp_path, sig, workers):
     out = tmp_path / "run"
-    cmd = _cli("bench", "--agent", "noop", "--suite", ",".join(FAST), "--out", str(out), "--no-progress",
-               "--workers", str(workers))
+    # Each episode sleeps 4 s in its sandbox, so the signal, sent once the first result is written, lands
+    # while later episodes still run, however fast the machine (a noop episode can finish in milliseconds).
+    slow = tmp_path / "slow.jsonl"
+    slow.write_text(json.dumps({"action": {"tool": "bash", "command": "sleep 4"}}) + "\n")
+    cmd = _cli("bench", "--agent", "replay", "--agent-opt", f"actions={slow}", "--suite", ",".join(FAST),
+               "--out", str(out), "--no-progress", "--workers", str(workers))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     results = out / "results.jsonl"
     deadline = time.monotonic() + 300
