@@ -31,13 +31,19 @@ import numpy as np
 
 from frog_gym.curriculum import CurriculumConfig, CurriculumState
 
+# name -> (CurriculumConfig fields, SimConfig fields, the uniform row it is compared with)
 VARIANTS = {
-    "frontier": {"mode": "frontier"},
-    "uniform": {"mode": "uniform"},
-    "dapo": {"mode": "dapo"},
-    "sfl": {"mode": "sfl"},
+    "frontier": ({"mode": "frontier"}, {}, "uniform"),
+    "uniform": ({"mode": "uniform"}, {}, "uniform"),
+    "dapo": ({"mode": "dapo"}, {}, "uniform"),
+    "sfl": ({"mode": "sfl"}, {}, "uniform"),
     # The default's 30% of exploring draws land mostly on extreme tasks; this row shows the trade.
-    "frontier, shares 0.05+0.05": {"mode": "frontier", "staleness_share": 0.05, "uniform_share": 0.05},
+    "frontier, shares 0.05+0.05": (
+        {"mode": "frontier", "staleness_share": 0.05, "uniform_share": 0.05}, {}, "uniform"
+    ),
+    # Groups of 16 (half as many per update: the same rollouts): an extreme task is less often all-equal.
+    "frontier, G=16": ({"mode": "frontier"}, {"group_size": 16, "batch_groups": 8}, "uniform, G=16"),
+    "uniform, G=16": ({"mode": "uniform"}, {"group_size": 16, "batch_groups": 8}, "uniform, G=16"),
 }
 
 
@@ -142,6 +148,8 @@ def run(seed: int, sim: SimConfig, config: CurriculumConfig, jump: bool = False)
         "zero_var": zero_var / groups_total,
         "in_band": np.array(in_band),
         "coverage": cur.stats()["coverage"],
+        "by_source": cur.stats()["by_source"],
+        "groups": groups_total,
     }
 
 
@@ -173,10 +181,11 @@ def main() -> None:
     args = parser.parse_args()
     sim = SimConfig(updates=150, jump_after=80, jump_watch=48) if args.quick else SimConfig()
     seeds = range(args.seeds or (2 if args.quick else 5))
-    configs = {name: CurriculumConfig(**kw) for name, kw in VARIANTS.items()}
+    configs = {name: CurriculumConfig(**kw) for name, (kw, _, _) in VARIANTS.items()}
+    sims = {name: replace(sim, **overrides) for name, (_, overrides, _) in VARIANTS.items()}
     start = time.perf_counter()
-    main_runs = {name: [run(s, sim, cfg) for s in seeds] for name, cfg in configs.items()}
-    jump_runs = {name: [run(s, sim, cfg, jump=True) for s in seeds] for name, cfg in configs.items()}
+    main_runs = {name: [run(s, sims[name], cfg) for s in seeds] for name, cfg in configs.items()}
+    jump_runs = {name: [run(s, sims[name], cfg, jump=True) for s in seeds] for name, cfg in configs.items()}
     elapsed = time.perf_counter() - start
 
     budget = sim.updates * sim.batch_groups * sim.group_size
@@ -193,8 +202,9 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|")
     for name in configs:
+        baseline = VARIANTS[name][2]
         ratios = [
-            rollouts_to_reach(r, u["y"][-1]) / budget for r, u in zip(main_runs[name], main_runs["uniform"])
+            rollouts_to_reach(r, u["y"][-1]) / budget for r, u in zip(main_runs[name], main_runs[baseline])
         ]
         in_band = np.mean([r["in_band"] for r in jump_runs[name]], axis=0)
         cells = [
@@ -208,6 +218,22 @@ def main() -> None:
             fmt([r["coverage"] for r in main_runs[name]]),
         ]
         print("| " + " | ".join(cells) + " |")
+
+    print("\nWhere the zero-variance groups come from (share of all groups, mean over seeds; stats()['by_source']):")
+    for name in ("frontier", "frontier, G=16"):
+        parts = []
+        for source in ("frontier", "staleness", "uniform"):
+            runs = main_runs[name]
+            drawn = np.mean([r["by_source"].get(source, {"groups": 0})["groups"] / r["groups"] for r in runs])
+            zero = np.mean(
+                [
+                    r["by_source"][source]["groups"] * r["by_source"][source]["zero_variance_fraction"] / r["groups"]
+                    for r in runs
+                    if source in r["by_source"]
+                ]
+            )
+            parts.append(f"{source} draws {drawn:.2f} of groups, zero-variance {zero:.3f}")
+        print(f"  {name}: " + "; ".join(parts))
 
     import matplotlib
 

@@ -323,6 +323,8 @@ class CurriculumState:
         self._probation: dict[str, dict[str, Any]] = {}  # validated, waiting for their first group
         self._sfl_buffer: list[int] = []
         self._sfl_refreshed = -self.config.sfl_refresh_updates
+        self._drawn_by: dict[int, str] = {}  # pool index -> sampling component, until the group reports
+        self._by_source: dict[str, list[int]] = {}  # component -> [groups, zero-variance groups]
         self._counters = dict.fromkeys(
             (
                 "groups",
@@ -386,20 +388,20 @@ class CurriculumState:
 
     # ---- sampling ---------------------------------------------------------------------------------
 
-    def _components(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(shares, weights)``: each draw picks component ``c`` with ``shares[c]``, then a task with
-        ``weights[c]`` (each row sums to 1) among those not yet drawn."""
+    def _components(self) -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+        """``(names, shares, weights)``: each draw picks component ``c`` with ``shares[c]``, then a task
+        with ``weights[c]`` (each row sums to 1) among those not yet drawn."""
         cfg, n = self.config, len(self._ids)
         if cfg.mode in ("uniform", "dapo"):
-            return np.ones(1), np.full((1, n), 1.0 / n)
+            return ("uniform",), np.ones(1), np.full((1, n), 1.0 / n)
         if cfg.mode == "sfl":
             if self.step - self._sfl_refreshed >= cfg.sfl_refresh_updates or not self._sfl_buffer:
                 self._refresh_sfl()
             if not self._sfl_buffer:
-                return np.ones(1), np.full((1, n), 1.0 / n)
+                return ("uniform",), np.ones(1), np.full((1, n), 1.0 / n)
             buffer = np.zeros(n)
             buffer[self._sfl_buffer] = 1.0 / len(self._sfl_buffer)
-            return np.array([1.0 - cfg.uniform_share, cfg.uniform_share]), np.stack(
+            return ("buffer", "uniform"), np.array([1.0 - cfg.uniform_share, cfg.uniform_share]), np.stack(
                 [buffer, np.full(n, 1.0 / n)]
             )
         mastered, hopeless = self._retired()
@@ -424,7 +426,7 @@ class CurriculumState:
         )
         if shares.sum() == 0:  # everything retired and both other shares set to 0
             shares = np.array([0.0, 0.0, 1.0])
-        return shares / shares.sum(), np.stack([rank, stale, uniform])
+        return ("frontier", "staleness", "uniform"), shares / shares.sum(), np.stack([rank, stale, uniform])
 
     def _refresh_sfl(self) -> None:
         """Re-rank the attempted tasks by observed ``p̂(1-p̂)`` (decayed counts, no prior) and keep the top K."""
@@ -436,8 +438,9 @@ class CurriculumState:
         self._sfl_refreshed = self.step
 
     def _draw(self, k: int, exclude: set[int]) -> list[int]:
-        """k pool indices, distinct while the pool (less ``exclude``) allows."""
-        shares, weights = self._components()
+        """k pool indices, distinct while the pool (less ``exclude``) allows; each index remembers the
+        component that drew it until its group is reported (see ``stats()["by_source"]``)."""
+        names, shares, weights = self._components()
         masked = weights.copy()
         masked[:, sorted(exclude)] = 0.0
         chosen = []
@@ -449,6 +452,7 @@ class CurriculumState:
             component = _sample(usable, self._rng)
             i = _sample(masked[component], self._rng)
             chosen.append(i)
+            self._drawn_by[i] = names[component]
             masked[:, i] = 0.0
         return chosen
 
@@ -543,6 +547,7 @@ class CurriculumState:
             self.on_policy_update(policy_step)
         scored = np.clip([float(r) for r in rewards if r is not None], 0.0, 1.0)
         keep = filter_group(rewards)
+        source = "probation"
         if task_id in self._probation:
             if scored.size < 2:  # too few scored episodes to judge: schedule it again
                 self._probation[task_id]["scheduled"] = False
@@ -550,6 +555,7 @@ class CurriculumState:
             self._judge_probation(task_id, scored)
         elif scored.size:
             i = self._lookup(task_id)
+            source = self._drawn_by.pop(i, "unscheduled")
             self._counts[i] += (scored.sum(), scored.size - scored.sum())
             self._attempts[i] += scored.size
             self._last_seen[i] = self.step
@@ -558,6 +564,9 @@ class CurriculumState:
         if scored.size >= 2:
             self._counters["groups"] += 1
             self._counters["zero_variance_groups"] += int(not keep)
+            tally = self._by_source.setdefault(source, [0, 0])
+            tally[0] += 1
+            tally[1] += int(not keep)
         if self.config.mode == "dapo":
             self._counters["dropped_groups"] += int(not keep)
         return keep
@@ -692,7 +701,11 @@ class CurriculumState:
             [0, 1]), ``zero_variance_fraction`` (of reported groups of two or more episodes, cumulative),
             ``coverage`` (fraction of the pool ever attempted), ``mastered``/``hopeless`` (retired now),
             ``pool_size``, ``policy_step``, ``scheduled`` (committed episodes not yet taken), ``probation``,
-            and the raw counters (``groups``, ``dropped_groups``, ``synth_*``).
+            ``by_source`` (per sampling component that drew the groups: ``frontier``, ``staleness``,
+            ``uniform``, sfl's ``buffer``, ``probation``, or ``unscheduled`` for groups on tasks the
+            sampler did not pick: ``{"groups": n, "zero_variance_fraction": f}``, which shows where groups
+            without a learning signal come from), and the raw counters (``groups``, ``dropped_groups``,
+            ``synth_*``).
         """
         a, b = self._posterior_arrays()
         seen = self._counts.sum(axis=1) >= 1.0
@@ -709,6 +722,10 @@ class CurriculumState:
             "policy_step": self.step,
             "scheduled": len(self._schedule),
             "probation": len(self._probation) + len(self._validating),
+            "by_source": {
+                name: {"groups": n, "zero_variance_fraction": zero / n}
+                for name, (n, zero) in sorted(self._by_source.items())
+            },
             **self._counters,
         }
 
@@ -735,6 +752,8 @@ class CurriculumState:
             "sfl_buffer": list(self._sfl_buffer),
             "sfl_refreshed": self._sfl_refreshed,
             "counters": dict(self._counters),
+            "drawn_by": [[i, name] for i, name in sorted(self._drawn_by.items())],
+            "by_source": {name: list(t) for name, t in sorted(self._by_source.items())},
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -770,6 +789,8 @@ class CurriculumState:
         self._sfl_buffer = [int(i) for i in state["sfl_buffer"]]
         self._sfl_refreshed = int(state["sfl_refreshed"])
         self._counters = {k: int(v) for k, v in state["counters"].items()}
+        self._drawn_by = {int(i): str(name) for i, name in state.get("drawn_by", [])}
+        self._by_source = {str(k): [int(n), int(z)] for k, (n, z) in state.get("by_source", {}).items()}
 
 
 class FrontierCurriculum(gymnasium.Wrapper):

@@ -243,6 +243,25 @@ def test_retired_tasks_are_sampled_at_the_reduced_rate_and_come_back() -> None:
     assert state.stats()["mastered"] == 0
 
 
+def test_stats_say_which_sampling_component_drew_the_zero_variance_groups() -> None:
+    # Only the uniform share draws (frontier and staleness shares 0), then only the frontier share.
+    uniform_only = CurriculumState(ids(4), CurriculumConfig(staleness_share=0.0, uniform_share=1.0, seed=1))
+    for task in uniform_only.next_tasks(4, commit=False):
+        uniform_only.update(task, [0.0] * 4 if task in ("t0", "t1") else [1.0, 0.0, 1.0, 0.0])
+    uniform_only.update("t3", [1.0, 1.0])  # reported without being drawn again
+    by_source = uniform_only.stats()["by_source"]
+    assert by_source == {
+        "uniform": {"groups": 4, "zero_variance_fraction": 0.5},
+        "unscheduled": {"groups": 1, "zero_variance_fraction": 1.0},
+    }
+    ranked = CurriculumState(ids(4), CurriculumConfig(staleness_share=0.0, uniform_share=0.0))
+    for task in ranked.next_tasks(3, commit=False):
+        ranked.update(task, [1.0, 0.0])
+    restored = CurriculumState(ids(4), ranked.config)
+    restored.load_state_dict(json.loads(json.dumps(ranked.state_dict())))
+    assert restored.stats()["by_source"] == {"frontier": {"groups": 3, "zero_variance_fraction": 0.0}}
+
+
 # ---- the wrapper ---------------------------------------------------------------------------------
 
 
