@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from frog_gym.errors import SpecError, UnknownNameError
@@ -140,18 +142,53 @@ def ids_sidecar_text(data: bytes) -> str:
     return "".join(f"{iid}\t{n}\n" for iid, n in _scan_ids(data)) + f"#size {len(data)}\n"
 
 
+TASK_DIRS_ENV = "FROG_GYM_TASK_DIRS"
+"""Extra folders of ``<name>.jsonl`` task files (``os.pathsep``-separated), loadable by id like registered
+tasks: where online synthesis writes, inherited by the processes a run starts."""
+
+
+def extra_task_dirs() -> list[Path]:
+    """The folders named by ``FROG_GYM_TASK_DIRS``, in order (missing ones are skipped)."""
+    return [Path(d) for d in os.environ.get(TASK_DIRS_ENV, "").split(os.pathsep) if d and Path(d).is_dir()]
+
+
+def add_task_dir(path: str | os.PathLike[str]) -> None:
+    """Make the tasks under ``path`` loadable by id here and in child processes started from now on.
+
+    Call :func:`refresh_tasks` after writing new records to a folder already added (the synthesizers do).
+    """
+    path = str(Path(path).resolve())
+    dirs = [d for d in os.environ.get(TASK_DIRS_ENV, "").split(os.pathsep) if d]
+    if path not in dirs:
+        os.environ[TASK_DIRS_ENV] = os.pathsep.join([*dirs, path])
+    refresh_tasks()
+
+
+def refresh_tasks() -> None:
+    """Forget the cached task index and records, so that task files written since are seen."""
+    task_index.cache_clear()
+    _file_lines.cache_clear()
+    load_task.cache_clear()
+
+
 @lru_cache(maxsize=1)
 def task_index() -> dict[str, tuple[str, int]]:
-    """instance_id -> (task file name, line number), read without parsing the records.
+    """instance_id -> (task file, line number), read without parsing the records.
 
-    Each ``<repo>.jsonl`` may have a ``<repo>.ids`` sidecar (written by the generators) that lists its ids;
+    The file is a name in the registry's task folder, or an absolute path in one of
+    :func:`extra_task_dirs` (whose ids must not repeat registered ones: the registry wins). Each
+    ``<repo>.jsonl`` may have a ``<repo>.ids`` sidecar (written by the generators) that lists its ids;
     when it matches the file's size it is read instead of the file, which keeps ``import frog_gym`` fast
     with thousands of tasks.
     """
     index: dict[str, tuple[str, int]] = {}
-    for f in task_files():
+    files: list[tuple[str, Any, Any]] = [
+        (f.name, f, _tasks_dir().joinpath(f.name[: -len(".jsonl")] + ".ids")) for f in task_files()
+    ]
+    for d in extra_task_dirs():
+        files += [(str(f), f, f.with_suffix(".ids")) for f in sorted(d.glob("*.jsonl"))]
+    for key, f, side in files:
         ids = None
-        side = _tasks_dir().joinpath(f.name[:-len(".jsonl")] + ".ids")
         try:
             if side.is_file():
                 ids = read_ids_sidecar(side.read_text(encoding="utf-8"), f.stat().st_size)  # type: ignore[union-attr]
@@ -160,12 +197,14 @@ def task_index() -> dict[str, tuple[str, int]]:
         if ids is None:
             ids = _scan_ids(f.read_bytes())
         for iid, n in ids:
-            index[iid] = (f.name, n)
+            index.setdefault(iid, (key, n))
     return index
 
 
 @lru_cache(maxsize=64)
 def _file_lines(name: str) -> list[str]:
+    if os.path.isabs(name):
+        return Path(name).read_text(encoding="utf-8").splitlines()
     return _tasks_dir().joinpath(name).read_text(encoding="utf-8").splitlines()
 
 
@@ -176,7 +215,8 @@ def load_task(instance_id: str) -> Task:
     if instance_id not in index:
         raise UnknownNameError("task", instance_id, index, "See `frog-gym tasks` for the registered ids.")
     name, n = index[instance_id]
-    return Task.from_dict(json.loads(_file_lines(name)[n]), f"registry/tasks/{name}:{n + 1}")
+    where = name if os.path.isabs(name) else f"registry/tasks/{name}"
+    return Task.from_dict(json.loads(_file_lines(name)[n]), f"{where}:{n + 1}")
 
 
 def load_tasks_file(path: str) -> list[Task]:

@@ -342,9 +342,10 @@ def _failures(v: Validation) -> list[statements.Failure]:
 
 
 def make_task(repo: PreparedRepo, cand: Candidate, v: Validation, cfg: GenerateConfig,
-              writer: Callable[[dict], str] | None) -> Task:
+              writer: Callable[[dict], str] | None, level: str | None = None) -> Task:
+    """The task record of a validated candidate; its statement level is ``level`` or a hash of its id."""
     spec = repo.spec
-    level = statements.level_for(cand.iid)
+    level = level or statements.level_for(cand.iid)
     failures = _failures(v) or [statements.Failure(t, "", "", "") for t in v.fail_to_pass]
     fn = statements.entry_function(failures, spec.tests.is_test_file)
     if not fn and len(cand.sites) == 1:

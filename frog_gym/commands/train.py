@@ -41,8 +41,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-tasks", type=int, default=0,
                    help="measure a seeded sample of this many pool tasks per iteration (default 0: all)")
     p.add_argument("--curriculum-mode", default="frontier", help="frontier, uniform, dapo or sfl (default frontier)")
-    p.add_argument("--synthesizer", default="", metavar="MODULE:FACTORY",
-                   help="FACTORY() -> a frog_gym.curriculum.TaskSynthesizer, asked for tasks when the frontier is small")
+    p.add_argument("--synthesizer", default="", metavar="mutation|MODULE:FACTORY",
+                   help="asked for tasks when the frontier is small: 'mutation' (the generators, in the pool's "
+                        "repositories, tasks written to OUT/synthesized) or FACTORY() -> a "
+                        "frog_gym.curriculum.TaskSynthesizer")
     p.add_argument("--seed", type=int, default=0, help="seed of the learner, the curriculum and the eval sample")
     p.add_argument("--out", default="runs/train", help="output folder (default runs/train)")
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
@@ -140,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         settings[key.strip()] = value.strip()
     pool = [t for t in args.tasks.split(",") if t] or env_tasks(args.env)
-    synthesizer = load_object(args.synthesizer, "--synthesizer")() if args.synthesizer else None
+    synthesizer = make_synthesizer(args.synthesizer, pool, Path(args.out), args.seed)
     curriculum = CurriculumState(pool, CurriculumConfig(mode=args.curriculum_mode, seed=args.seed),
                                  synthesizer=synthesizer)
     options = LearnerOptions(model=args.model, env_id=args.env, seed=args.seed, group_size=args.group_size,
@@ -153,4 +155,24 @@ def run(args: argparse.Namespace) -> int:
     finally:
         learner.close()
         curriculum.close()
+        if synthesizer is not None and hasattr(synthesizer, "close"):
+            synthesizer.close()
     return 0
+
+
+def make_synthesizer(name: str, pool: list[str], out: Path, seed: int) -> Any:
+    """``--synthesizer``: '' (none), ``mutation`` (over the pool's repositories) or ``MODULE:FACTORY``."""
+    if not name:
+        return None
+    if name == "mutation":
+        from frog_gym.generators.online import make_synthesizer as mutation
+        from frog_gym.task import load_task
+
+        repos = sorted({load_task(t).repo for t in pool})
+        return mutation(repos, out / "synthesized", seed=seed)
+    if ":" not in name:
+        from frog_gym.errors import did_you_mean
+
+        raise ValueError(f"Unknown --synthesizer {name!r}.{did_you_mean(name, ['mutation'])} Use 'mutation' "
+                         "or MODULE:FACTORY (FACTORY() returns a frog_gym.curriculum.TaskSynthesizer).")
+    return load_object(name, "--synthesizer")()

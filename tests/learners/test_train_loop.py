@@ -61,3 +61,26 @@ def test_cli_runs_grpo_on_the_tiny_model(tiny_model, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "step 1:" in out and "iteration 1: pool 2" in out
     assert (tmp_path / "iteration-001" / "model" / "config.json").exists()
+
+
+def test_synthesizer_option_builds_the_mutation_synthesizer_over_the_pools_repositories(tmp_path, monkeypatch):
+    from frog_gym.commands.train import make_synthesizer
+    from frog_gym.task import TASK_DIRS_ENV, refresh_tasks
+
+    monkeypatch.delenv(TASK_DIRS_ENV, raising=False)
+    try:
+        synth = make_synthesizer("mutation", ["toolz__handwritten-0001", "inflection__handwritten-0002"],
+                                 tmp_path, seed=4)
+        assert sorted(synth.specs) == ["inflection", "toolz"]
+        assert synth.out_dir == tmp_path / "synthesized" and synth.config.seed == 4
+        synth.close()
+    finally:
+        monkeypatch.delenv(TASK_DIRS_ENV, raising=False)
+        refresh_tasks()
+    assert make_synthesizer("", ["toolz__handwritten-0001"], tmp_path, 0) is None
+    try:
+        make_synthesizer("mutations", ["toolz__handwritten-0001"], tmp_path, 0)
+    except ValueError as e:
+        assert "Unknown --synthesizer 'mutations'. Did you mean 'mutation'?" in str(e)
+    else:  # pragma: no cover
+        raise AssertionError("a malformed --synthesizer must be refused")
