@@ -36,7 +36,7 @@ from frog_gym.sandbox import Sandbox, make_sandbox
 from frog_gym.snapshot import PreparedRepo, prepare
 from frog_gym.spaces import UnicodeText
 from frog_gym.spec import load_repo
-from frog_gym.task import Task, load_task, task_index
+from frog_gym.task import Task, load_task, registered_task_ids, task_index
 from frog_gym.tools import ActionError, Call, FileTools, parse_action
 from frog_gym.workspace import Template, Workspace, diff_text, template_for
 
@@ -227,7 +227,7 @@ def default_pool() -> list[str]:
     """What ``FrogSWE-v0`` samples: every registered task but the toy family (``FrogSWE-Toy-v0``)."""
     from frog_gym import TOY_REPO
 
-    return sorted(i for i in task_index() if not i.startswith(TOY_REPO + "__"))
+    return [i for i in registered_task_ids() if not i.startswith(TOY_REPO + "__")]
 
 
 def _show_action(call: Call | ActionError) -> str:

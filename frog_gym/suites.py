@@ -46,12 +46,13 @@ class SuiteDef:
 SUITES: dict[str, SuiteDef] = {
     s.name: s
     for s in (
-        SuiteDef("smoke", 20, 1, "about 20 tasks across tiers and repositories: a quick check of an agent"),
-        SuiteDef("lite", 300, 1, "about 300 tasks, stratified by tier: the default for comparing agents"),
-        SuiteDef("full", None, 1, "every registered task"),
+        SuiteDef("smoke", 20, 2, "about 20 tasks across tiers and repositories: a quick check of an agent"),
+        SuiteDef("lite", 300, 2, "about 300 tasks, stratified by tier: the default for comparing agents"),
+        SuiteDef("full", None, 2, "every registered task but the toy family"),
     )
 }
-"""The named suites. Changing a suite's rule means a new version, never an edit in place."""
+"""The named suites. Changing a suite's rule means a new version, never an edit in place (version 2 leaves
+the toy family out)."""
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,13 @@ def _allocate(counts: dict[str, int], size: int) -> dict[str, int]:
 
 
 def select(definition: SuiteDef, task_ids: list[str] | None = None) -> Suite:
-    """Pick the suite's tasks from ``task_ids`` (default: every registered task). Deterministic."""
-    ids = sorted(task_ids if task_ids is not None else task_index())
+    """Pick the suite's tasks from ``task_ids`` (default: what ``FrogSWE-v0`` samples: every task of the
+    registry but the toy family, never tasks found through ``FROG_GYM_TASK_DIRS``). Deterministic."""
+    if task_ids is None:
+        from frog_gym.env import default_pool
+
+        task_ids = default_pool()
+    ids = sorted(task_ids)
     salt = f"{definition.name}:{definition.version}"
     by_tier: dict[str, dict[str, list[str]]] = {t: defaultdict(list) for t in TIERS}
     tasks = {i: load_task(i) for i in ids}

@@ -201,6 +201,11 @@ def task_index() -> dict[str, tuple[str, int]]:
     return index
 
 
+def registered_task_ids() -> list[str]:
+    """Ids of the tasks in the registry itself, sorted (not those found through ``FROG_GYM_TASK_DIRS``)."""
+    return sorted(i for i, (f, _) in task_index().items() if not os.path.isabs(f))
+
+
 @lru_cache(maxsize=64)
 def _file_lines(name: str) -> list[str]:
     if os.path.isabs(name):
