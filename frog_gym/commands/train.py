@@ -142,12 +142,17 @@ def run(args: argparse.Namespace) -> int:
             return 2
         settings[key.strip()] = value.strip()
     pool = [t for t in args.tasks.split(",") if t] or env_tasks(args.env)
-    synthesizer = make_synthesizer(args.synthesizer, pool, Path(args.out), args.seed)
+    try:
+        factory = learner_factory(args.learner)
+        synthesizer = make_synthesizer(args.synthesizer, pool, Path(args.out), args.seed)
+    except ValueError as e:
+        print(f"frog-gym train: {e}", file=sys.stderr)
+        return 2
     curriculum = CurriculumState(pool, CurriculumConfig(mode=args.curriculum_mode, seed=args.seed),
                                  synthesizer=synthesizer)
     options = LearnerOptions(model=args.model, env_id=args.env, seed=args.seed, group_size=args.group_size,
                              groups_per_update=args.groups_per_update, output_dir=args.out, settings=settings)
-    learner = learner_factory(args.learner)(options, curriculum)
+    learner = factory(options, curriculum)
     try:
         run_loop(learner, iterations=args.iterations, tasks_per_iteration=args.tasks_per_iteration,
                  groups_per_update=args.groups_per_update, eval_episodes=args.eval_episodes,

@@ -84,3 +84,11 @@ def test_synthesizer_option_builds_the_mutation_synthesizer_over_the_pools_repos
         assert "Unknown --synthesizer 'mutations'. Did you mean 'mutation'?" in str(e)
     else:  # pragma: no cover
         raise AssertionError("a malformed --synthesizer must be refused")
+
+
+def test_cli_names_a_bad_learner_or_synthesizer_without_a_traceback(tmp_path, capsys):
+    base = ["train", "--env", "FrogSWE-Toy-v0", "--tasks", "frogtoy__handwritten-0001", "--out", str(tmp_path)]
+    assert main([*base, "--learner", "gpro"]) == 2
+    assert "Unknown learner 'gpro'" in capsys.readouterr().err
+    assert main([*base, "--learner", "scripted", "--synthesizer", "mutatoin"]) == 2
+    assert "Did you mean 'mutation'?" in capsys.readouterr().err
