@@ -3,9 +3,9 @@
 
 Usage: python .ci/sample_tasks.py [--n 20] [--seed S] [--budget 900]
 
-Each sampled task is applied to a fresh copy of its repository's pristine snapshot in the sandbox: with
-the bug patch, every FAIL_TO_PASS test must fail; with the gold patch on top, every FAIL_TO_PASS and
-PASS_TO_PASS test must pass. The sample is seeded (default: the date, so each day checks other tasks).
+Each sampled task is applied to a fresh copy of its repository's pristine snapshot in the sandbox and its
+FAIL_TO_PASS + PASS_TO_PASS tests run together, as grading runs them: with the bug patch, every
+FAIL_TO_PASS test must fail and every PASS_TO_PASS test pass; with the gold patch on top, all must pass. The sample is seeded (default: the date, so each day checks other tasks).
 Tasks left when ``--budget`` seconds have passed are reported as not checked, and do not fail the run;
 any checked task that breaks a rule does. Exit status: 0 when every checked task holds.
 """
@@ -32,12 +32,15 @@ def check(task_id: str, timeout: float) -> str | None:
     with Scratch() as ws:
         ws.sync(pristine_template(repo))
         apply_patch(ws.path, task.bug_patch, f"the bug of {task_id}")
-        r = run_tests(repo, ws.path, task.FAIL_TO_PASS, timeout)
+        r = run_tests(repo, ws.path, task.selected_tests, timeout)  # as graded: FAIL_TO_PASS + PASS_TO_PASS
         if r.infra_failure:
             return f"bug run: {r.infra_failure}"
-        passing = [t for t, s in r.statuses.items() if s.ok]
+        passing = [t for t in task.FAIL_TO_PASS if r.statuses[t].ok]
         if passing:
             return f"with the bug, {len(passing)} FAIL_TO_PASS tests pass: {passing[:3]}"
+        broken = [t for t in task.PASS_TO_PASS if not r.statuses[t].ok]
+        if broken:
+            return f"with the bug, {len(broken)} PASS_TO_PASS tests fail: {broken[:3]}"
         apply_patch(ws.path, task.patch, f"the gold fix of {task_id}")
         r = run_tests(repo, ws.path, task.selected_tests, timeout)
         if r.infra_failure:

@@ -663,3 +663,83 @@ def _bar(progress: bool, name: str, total: int, initial: int) -> Any:
 
     return tqdm(total=total, initial=min(initial, total), desc=f"{name:>16}", unit="task", disable=not progress,
                 file=sys.stderr, dynamic_ncols=True, mininterval=2.0)
+
+
+# ---- re-grading registered tasks ------------------------------------------------------------------
+
+
+def regrade_record(spec: RepoSpec, record: dict[str, Any], cfg: GenerateConfig) -> tuple[str, dict[str, Any] | None]:
+    """Run a task's bug exactly as grading will (FAIL_TO_PASS + PASS_TO_PASS in one session) and fix its
+    lists: a test whose result contradicts its role there depended on tests outside the selection, and
+    leaves both lists (recorded under ``validation.flaky`` and ``validation.regraded``). A task left
+    with an empty list, or whose gold fix then fails its new selection, is dropped.
+
+    Returns ``(verdict, record)``: ``("ok", record)``, ``("fixed: ...", new record)``, ``("dropped: ...",
+    None)``, or ``("infrastructure failure: ...", record)`` (kept unchanged; run again).
+    """
+    from frog_gym.generators.validate import graded_disagreements
+    from frog_gym.workspace import apply_patch
+
+    repo, template, ws, _, runner = _worker_state(spec, cfg.fork_server)
+    f2p, p2p = list(record["FAIL_TO_PASS"]), list(record["PASS_TO_PASS"])
+    args = ("--continue-on-collection-errors", f"--timeout={cfg.test_timeout}", "--tb=no")
+    timeout = 3 * cfg.max_run_seconds
+    ws.sync(template)
+    apply_patch(ws.path, record["bug_patch"], f"the bug of {record['instance_id']}")
+    r = runner(tuple(f2p + p2p), timeout, details=False, args=args, repeat=1)
+    if r.infra_failure:
+        return f"infrastructure failure: {r.infra_failure}", record
+    odd = graded_disagreements(r.statuses, f2p, p2p)
+    if not odd:
+        return "ok", record
+    f2p = [t for t in f2p if t not in odd]
+    p2p = [t for t in p2p if t not in odd]
+    if not f2p or not p2p:
+        return f"dropped: {'FAIL_TO_PASS' if not f2p else 'PASS_TO_PASS'} would be empty without {odd[:3]}", None
+    ws.sync(template)
+    gold = runner(tuple(f2p + p2p), timeout, details=False, args=args, repeat=1)
+    failing = [t for t, s in gold.statuses.items() if not s.ok]
+    if gold.infra_failure or failing:
+        return f"dropped: the gold fix fails the new selection ({gold.infra_failure or failing[:3]})", None
+    new = dict(record, FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p)
+    validation = dict(new.get("validation", {}))
+    validation["flaky"] = sorted({*validation.get("flaky", []), *odd})
+    validation["regraded"] = {"removed": sorted(odd), "on": time.strftime("%Y-%m-%d")}
+    new["validation"] = validation
+    if "features" in new:
+        new["features"] = dict(new["features"], fail_to_pass=len(f2p), pass_to_pass=len(p2p))
+    return f"fixed: removed {len(odd)} test(s) whose result depends on tests outside the selection", new
+
+
+def regrade(spec: RepoSpec, cfg: GenerateConfig, log: Callable[[str], None] = print) -> Counter:
+    """:func:`regrade_record` over every task of one repository's task file, rewritten in place (same
+    order; dropped tasks removed) under the task file's lock. Returns a count of verdict kinds."""
+    path = tasks_path(spec, cfg)
+    records = read_existing(path)
+    verdicts: Counter = Counter()
+    if not records:
+        return verdicts
+    pool = _Pool(cfg.workers)
+    try:
+        futures = [pool.submit(regrade_record, spec, d, cfg) for d in records]
+        out = []
+        for d, fut in zip(records, futures):
+            try:
+                verdict, new = fut.result()
+            except Exception as e:  # noqa: BLE001 (kept unchanged, reported)
+                verdict, new = f"infrastructure failure: {type(e).__name__}: {e}", d
+            verdicts[verdict.split(":", 1)[0]] += 1
+            if verdict != "ok":
+                log(f"{d['instance_id']}: {verdict}")
+            if new is not None:
+                out.append(new)
+    finally:
+        pool.close()
+    if verdicts["fixed"] or verdicts["dropped"]:
+        tasks = [Task.from_dict(d, str(path)) for d in out]  # every rewritten record must still load
+        with FileLock(str(paths.home() / "locks" / f"tasks-{path.name}.lock")):
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text("".join(t.to_json() + "\n" for t in tasks), encoding="utf-8")
+            os.replace(tmp, path)
+            write_ids_sidecar(path)
+    return verdicts

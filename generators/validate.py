@@ -16,7 +16,7 @@ import json
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -230,6 +230,28 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
         if not p2p:
             return result(False, "PASS_TO_PASS would be empty", fail_to_pass=f2p, flaky=flaky)
         selected = tuple(f2p + p2p)
+        # Grading runs exactly FAIL_TO_PASS + PASS_TO_PASS: run the bug once that way (unless the first run
+        # already was that selection). A test whose result there contradicts its role depended on tests
+        # outside the selection (shared state, order); it leaves both lists, as a flaky one does.
+        for attempt in range(3):
+            if attempt == 0 and set(selected) == set(ids):
+                break
+            r = run(selected, True)
+            if r.infra_failure:
+                return result(False, f"infrastructure failure: {r.infra_failure}")
+            odd = graded_disagreements(r.statuses, f2p, p2p)
+            if not odd:
+                break
+            flaky = sorted({*flaky, *odd})
+            f2p = [t for t in f2p if t not in odd]
+            p2p = [t for t in p2p if t not in odd]
+            if not f2p:
+                return result(False, "the failures depend on tests outside the graded selection", flaky=flaky)
+            if not p2p:
+                return result(False, "PASS_TO_PASS would be empty", fail_to_pass=f2p, flaky=flaky)
+            selected = tuple(f2p + p2p)
+        else:
+            return result(False, "the graded selection's results do not settle", fail_to_pass=f2p, flaky=flaky)
         key = tuple(sorted(selected))
         gold_ok = gold_cache.get(key) if gold_cache is not None else None
         if gold_ok is None and gold_cache is not None:  # a verified superset, run as one session, covers it
@@ -251,6 +273,19 @@ def validate(repo: PreparedRepo, changes: list[Change], *, candidates: list[str]
         keep.update({k: v for k, v in first.details.items() if k in first.collect_errors})
     return result(True, "", fail_to_pass=f2p, pass_to_pass=p2p, flaky=flaky, failure_output=first.note,
                   crash=crash, details=keep)
+
+
+def graded_disagreements(statuses: Mapping[str, TestStatus], fail_to_pass: Sequence[str],
+                         pass_to_pass: Sequence[str]) -> list[str]:
+    """Tests whose result with the bug, run as graded, contradicts their role: a FAIL_TO_PASS test that
+    passes, or a PASS_TO_PASS test that does not (a test missing from ``statuses`` did not pass).
+
+    >>> graded_disagreements({"a": TestStatus.PASSED, "b": TestStatus.FAILED}, ["a", "b"], ["c"])
+    ['a', 'c']
+    """
+    missing = TestStatus.MISSING
+    return ([t for t in fail_to_pass if statuses.get(t, missing).ok]
+            + [t for t in pass_to_pass if not statuses.get(t, missing).ok])
 
 
 class _workspace:

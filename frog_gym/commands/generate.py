@@ -24,6 +24,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks-dir", help="write <repo>.jsonl here instead of the registry's task folder")
     p.add_argument("--handwritten", action="store_true",
                    help="validate the hand-written bugs of generators/handwritten.py instead (full suite)")
+    p.add_argument("--regrade", action="store_true",
+                   help="re-run each existing task's bug exactly as graded and fix or drop tasks whose tests "
+                        "depend on tests outside the selection (rewrites the task files)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -47,6 +50,15 @@ def run(args: argparse.Namespace) -> int:
         max_tasks=args.max_tasks, seed=args.seed, workers=args.workers, combined_fraction=args.combined_fraction,
         max_fail_to_pass=args.max_fail_to_pass, statement_writer=args.statement_writer, tasks_dir=args.tasks_dir,
         families=tuple(f.strip() for f in args.families.split(",")) if args.families else None)
+    if args.regrade:
+        total: dict[str, int] = {}
+        for spec in specs:
+            v = synthesis.regrade(spec, cfg)
+            for k, n in v.items():
+                total[k] = total.get(k, 0) + n
+            print(f"{spec.name}: " + (", ".join(f"{k} {n}" for k, n in sorted(v.items())) or "no tasks"), flush=True)
+        print("regraded: " + ", ".join(f"{k} {n}" for k, n in sorted(total.items())))
+        return 1 if total.get("infrastructure failure") else 0
     failed = 0
     for spec in specs:
         try:
