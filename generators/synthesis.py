@@ -253,10 +253,16 @@ def _sample_tests(tests: list[str], cmap: coverage_map.CoverageMap, passing: set
 # ---- validation in worker processes --------------------------------------------------------------
 
 _WORKER: dict[str, Any] = {}
+_INHERITED: list[dict[str, Any]] = []
 
 
 def _worker_state(spec: RepoSpec, use_server: bool = True) -> tuple[PreparedRepo, Template, Workspace, dict, Runner]:
     key = spec.name + spec.source.key
+    if _WORKER.get("pid") != os.getpid():
+        # Inherited through fork: the parent's pytest server and workspace. Keep a reference so that no
+        # finalizer of ours ever cleans them up (they are the parent's), and build this process's own.
+        _INHERITED.append(dict(_WORKER))
+        _WORKER.clear()
     if _WORKER.get("key") != key:
         if _WORKER.get("state"):
             _WORKER["state"][4].close()
@@ -266,7 +272,7 @@ def _worker_state(spec: RepoSpec, use_server: bool = True) -> tuple[PreparedRepo
         ws = Workspace(paths.home() / "work" / f"gen-{os.getpid()}-{spec.name}")
         ws.remove()
         ws.sync(template)
-        _WORKER.update(key=key, state=(repo, template, ws, {}, Runner(repo, ws.path, use_server)))
+        _WORKER.update(key=key, pid=os.getpid(), state=(repo, template, ws, {}, Runner(repo, ws.path, use_server)))
     return _WORKER["state"]
 
 

@@ -62,9 +62,20 @@ def noisy():
 
 def never_tested(x):
     return x * 2 + 1
+
+
+_CACHE = {}
+
+
+def remember(key, value):
+    _CACHE[key] = value
+
+
+def recall(key, default=None):
+    return _CACHE.get(key, default)
 '''
 
-TESTS = '''from calc import clamp, mean, noisy, span
+TESTS = '''from calc import _CACHE, clamp, mean, noisy, recall, remember, span
 
 
 def test_clamp_low():
@@ -89,6 +100,16 @@ def test_span():
 
 def test_noisy():
     assert noisy() == 1
+
+
+def test_recall_default():
+    value = recall("absent", 3)
+    remember("last", value)
+    assert value == 3
+
+
+def test_last_default():  # passes alone; after test_recall_default, only if recall honours its default
+    assert _CACHE.get("last", 3) == 3
 '''
 
 OTHER = '''def test_unrelated():
@@ -169,6 +190,37 @@ def test_validate_keeps_a_real_bug_and_marks_an_import_crash(fixture_repo):
     assert v.details["test_calc.py::test_span"]["exc_type"] == "AssertionError"
     crash = validate(repo, _change(repo, "import random\n", "import random\nrandom.nope()\n"), details=True)
     assert crash.ok and crash.crash, crash.reason
+
+
+def test_validate_drops_a_test_whose_result_depends_on_tests_outside_the_selection(fixture_repo):
+    spec, repo = fixture_repo
+    # Only test_recall_default covers the line, so PASS_TO_PASS is widened with the file's other tests,
+    # each passing on the bug when run without it; run as graded, test_last_default fails after it.
+    v = validate(repo, _change(repo, "return _CACHE.get(key, default)", "return _CACHE.get(key)"),
+                 candidates=["test_calc.py::test_recall_default"])
+    assert v.ok, v.reason
+    assert v.fail_to_pass == ["test_calc.py::test_recall_default"]
+    assert "test_calc.py::test_last_default" in v.flaky
+    assert "test_calc.py::test_last_default" not in v.pass_to_pass and "test_calc.py::test_span" in v.pass_to_pass
+
+
+def test_regrade_fixes_or_drops_tasks_whose_lists_contradict_a_graded_run(fixture_repo):
+    from frog_gym.generators.synthesis import regrade_record
+    from frog_gym.generators.validate import patches
+
+    spec, repo = fixture_repo
+    bug_patch, _ = patches(_change(repo, "return max(xs) - min(xs)", "return max(xs) + min(xs)"))
+    record = {"instance_id": "calcfixture__span", "bug_patch": bug_patch, "validation": {"flaky": []},
+              "FAIL_TO_PASS": ["test_calc.py::test_span", "test_calc.py::test_mean"],  # test_mean passes
+              "PASS_TO_PASS": ["test_calc.py::test_clamp_low"], "features": {"fail_to_pass": 2}}
+    cfg = GenerateConfig()
+    verdict, fixed = regrade_record(spec, record, cfg)
+    assert verdict.startswith("fixed: removed 1 test")
+    assert fixed["FAIL_TO_PASS"] == ["test_calc.py::test_span"] and fixed["features"]["fail_to_pass"] == 1
+    assert fixed["validation"]["regraded"]["removed"] == ["test_calc.py::test_mean"]
+    assert regrade_record(spec, fixed, cfg) == ("ok", fixed)
+    verdict, gone = regrade_record(spec, dict(record, FAIL_TO_PASS=["test_calc.py::test_mean"]), cfg)
+    assert gone is None and verdict.startswith("dropped: FAIL_TO_PASS would be empty")
 
 
 def test_generate_end_to_end_is_seeded_and_resumable(fixture_repo, tmp_path):
