@@ -36,8 +36,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from frog_gym import paths
-from frog_gym.curriculum import PendingTask
 from frog_gym.generators import coverage_map, statements
 from frog_gym.generators.synthesis import (
     Candidate,
@@ -47,11 +45,16 @@ from frog_gym.generators.synthesis import (
     _sha8,
     all_sites,
     append_task,
+    combinable,
+    combination_tests,
     covering_tests,
     make_task,
     order_sites,
 )
 from frog_gym.generators.validate import Validation, baseline
+
+from frog_gym import paths
+from frog_gym.curriculum import PendingTask
 from frog_gym.snapshot import PreparedRepo, prepare
 from frog_gym.spec import RepoSpec, load_repo
 from frog_gym.task import add_task_dir, load_task, refresh_tasks, task_index
@@ -171,22 +174,10 @@ class MutationSynthesizer:
             picked = self._rng.sample(group, min(k, len(group)))
             sites = [Site(**d["provenance"]["sites"][0]) for d in picked]
             parts = ",".join(sorted(d["instance_id"] for d in picked))
-            spans = sorted((s.path, s.lineno, s.end_lineno) for s in sites)
-            if (
-                parts in state.combined
-                or len({(s.path, s.function) for s in sites}) < len(sites)
-                or any(a[0] == b[0] and b[1] <= a[2] for a, b in zip(spans, spans[1:]))
-            ):
+            if parts in state.combined or not combinable(sites):
                 continue
             state.combined.add(parts)
-            must = {t for d in picked for t in d["FAIL_TO_PASS"]}
-            tests = sorted(
-                set().union(*(covering_tests(state.cmap, s, state.repo) for s in sites)) & state.passing | must
-            )
-            if len(tests) > 2 * self.config.max_candidate_tests:
-                rest = sorted(set(tests) - must)
-                keep = max(0, 2 * self.config.max_candidate_tests - len(must))
-                tests = sorted(must | set(random.Random(parts).sample(rest, min(keep, len(rest)))))
+            tests = combination_tests(state.repo, state.cmap, state.passing, sites, picked, self.config, parts)
             iid = f"{name}__combo{len(sites)}-{_sha8('online', self.config.seed, *sorted(s.key for s in sites))}"
             return Candidate(iid, sites, tests), picked
         return None

@@ -590,6 +590,27 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
     return summary
 
 
+def combinable(sites: list[Site]) -> bool:
+    """Whether single bugs can make one combined task: each in its own function, no two spans overlapping."""
+    if len({(s.path, s.function) for s in sites}) < len(sites):
+        return False
+    spans = sorted((s.path, s.lineno, s.end_lineno) for s in sites)
+    return not any(a[0] == b[0] and b[1] <= a[2] for a, b in zip(spans, spans[1:]))
+
+
+def combination_tests(repo: PreparedRepo, cmap: coverage_map.CoverageMap, passing: set[str], sites: list[Site],
+                      parts: list[dict], cfg: GenerateConfig, key: str) -> list[str]:
+    """The candidate tests of a combined bug: what covers any of its sites, plus every FAIL_TO_PASS test of
+    its parts; past ``2 * max_candidate_tests``, those failures and a sample (seeded by ``key``) of the rest."""
+    must = {t for d in parts for t in d["FAIL_TO_PASS"]}
+    tests = sorted(set().union(*(set(covering_tests(cmap, s, repo)) for s in sites)) & passing | must)
+    if len(tests) > 2 * cfg.max_candidate_tests:
+        rest = sorted(set(tests) - must)
+        keep = max(0, 2 * cfg.max_candidate_tests - len(must))
+        tests = sorted(must | set(random.Random(key).sample(rest, min(keep, len(rest)))))
+    return tests
+
+
 def _combine(pool: _Pool, repo: PreparedRepo, cmap: coverage_map.CoverageMap, passing: set[str],
              singles: list[dict], want: int, cfg: GenerateConfig, out: Path, known_ids: set[str],
              writer: Callable[[dict], str] | None, summary: Summary, bar: Any, rejections: _Rejections) -> None:
@@ -614,20 +635,12 @@ def _combine(pool: _Pool, repo: PreparedRepo, cmap: coverage_map.CoverageMap, pa
             k = 3 if len(group) >= 3 and rng.random() < 0.35 else 2
             picked = rng.sample(group, k)
             sites = [Site(**d["provenance"]["sites"][0]) for d in picked]
-            if len({(s.path, s.function) for s in sites}) < k or any(used[d["instance_id"]] >= 2 for d in picked):
-                continue
-            spans = sorted((s.path, s.lineno, s.end_lineno) for s in sites)
-            if any(a[0] == b[0] and b[1] <= a[2] for a, b in zip(spans, spans[1:])):
+            if not combinable(sites) or any(used[d["instance_id"]] >= 2 for d in picked):
                 continue
             iid = f"{spec.name}__combo{k}-{_sha8(cfg.seed, *sorted(s.key for s in sites))}"
             if iid in known_ids or iid in rejections.seen:
                 continue
-            tests = sorted(set().union(*(set(covering_tests(cmap, s, repo)) for s in sites)) & passing
-                           | {t for d in picked for t in d["FAIL_TO_PASS"]})
-            if len(tests) > 2 * cfg.max_candidate_tests:
-                must = {t for d in picked for t in d["FAIL_TO_PASS"]}
-                rest = sorted(set(tests) - must)
-                tests = sorted(must | set(random.Random(iid).sample(rest, 2 * cfg.max_candidate_tests - len(must))))
+            tests = combination_tests(repo, cmap, passing, sites, picked, cfg, iid)
             for d in picked:
                 used[d["instance_id"]] += 1
             known_ids.add(iid)
@@ -686,7 +699,7 @@ def regrade_record(spec: RepoSpec, record: dict[str, Any], cfg: GenerateConfig) 
     from frog_gym.generators.validate import graded_disagreements
     from frog_gym.workspace import apply_patch
 
-    repo, template, ws, _, runner = _worker_state(spec, cfg.fork_server)
+    _, template, ws, _, runner = _worker_state(spec, cfg.fork_server)
     f2p, p2p = list(record["FAIL_TO_PASS"]), list(record["PASS_TO_PASS"])
     args = ("--continue-on-collection-errors", f"--timeout={cfg.test_timeout}", "--tb=no")
     timeout = 3 * cfg.max_run_seconds

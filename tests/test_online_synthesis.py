@@ -9,13 +9,13 @@ import os
 from typing import Any
 
 import pytest
+from frog_gym.generators.online import MutationSynthesizer
 
 from frog_gym import task as task_module
 from frog_gym.agents.oracle import OracleAgent
 from frog_gym.curriculum import CurriculumConfig, CurriculumState, prior_mean
-from frog_gym.errors import UnknownNameError
 from frog_gym.env import FrogSWEEnv
-from frog_gym.generators.online import MutationSynthesizer
+from frog_gym.errors import UnknownNameError
 from frog_gym.task import TASK_DIRS_ENV, load_task, refresh_tasks, task_index
 
 POOL = ["inflection__handwritten-0001", "inflection__handwritten-0002", "inflection__handwritten-0003"]
