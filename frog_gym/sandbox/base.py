@@ -88,3 +88,28 @@ class Sandbox(Protocol):
     def close(self) -> None:
         """Kill everything and release the sandbox's resources. Safe to call twice."""
         ...
+
+
+class ClosingOnExit:
+    """What every sandbox shares: ``with`` closes it, and so does garbage collection of one left open.
+
+    A subclass sets ``self._closed`` (False while open) and defines an idempotent ``close()``.
+    """
+
+    _closed: bool
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):  # noqa: ANN204 (the subclass's own type)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001, S110 (nothing to report to at interpreter exit)
+                pass

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from frog_gym.errors import SandboxError
-from frog_gym.sandbox.base import ExecResult, Limits
+from frog_gym.sandbox.base import ClosingOnExit, ExecResult, Limits
 from frog_gym.sandbox.images import SANDBOX_UID, docker_client, image_for
 from frog_gym.sandbox.local import _Capture, base_env
 
@@ -181,7 +181,7 @@ class _Frames:
                 pass
 
 
-class DockerSandbox:
+class DockerSandbox(ClosingOnExit):
     """A Docker container over one workspace, with one persistent bash.
 
     Args:
@@ -553,16 +553,3 @@ class DockerSandbox:
             return
         self._closed = True
         self._drop_container()
-
-    def __enter__(self) -> DockerSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if not getattr(self, "_closed", True):
-            try:
-                self.close()
-            except Exception:
-                pass

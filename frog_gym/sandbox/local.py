@@ -34,7 +34,7 @@ from pathlib import Path
 
 from frog_gym import paths
 from frog_gym.errors import SandboxError, SandboxUnavailableError
-from frog_gym.sandbox.base import ExecResult, Limits
+from frog_gym.sandbox.base import ClosingOnExit, ExecResult, Limits
 
 TESTBED = "/testbed"
 _EOF = "\x00eof"
@@ -167,7 +167,7 @@ def _nspid(pid: int) -> int | None:
     return None
 
 
-class LocalSandbox:
+class LocalSandbox(ClosingOnExit):
     """A bubblewrap sandbox over one workspace, with one persistent bash.
 
     Args:
@@ -635,19 +635,6 @@ class LocalSandbox:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-
-    def __enter__(self) -> LocalSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if not getattr(self, "_closed", True):
-            try:
-                self.close()
-            except Exception:
-                pass
 
 
 class UnsandboxedWarning(UserWarning):

@@ -22,45 +22,21 @@ from __future__ import annotations
 
 import ast
 import difflib
+import importlib
+import pkgutil
 import random
 from collections.abc import Container, Iterable
 
-from . import (
-    arithmetic_op_swap,
-    boolean_op_swap,
-    changed_default_arg,
-    comparison_flip,
-    dict_key_or_attribute,
-    early_return,
-    exception_handling,
-    loop_bound,
-    negated_condition,
-    off_by_one_constant,
-    removed_statement,
-    slice_range_off_by_one,
-    swapped_call_args,
-    swapped_if_else,
-    wrong_variable,
-)
 from .base import Finder, Mutation, touches
 from .fixes import SELF_INVERSE, candidate_fixes
 
-_MODULES = (
-    arithmetic_op_swap,
-    boolean_op_swap,
-    changed_default_arg,
-    comparison_flip,
-    dict_key_or_attribute,
-    early_return,
-    exception_handling,
-    loop_bound,
-    negated_condition,
-    off_by_one_constant,
-    removed_statement,
-    slice_range_off_by_one,
-    swapped_call_args,
-    swapped_if_else,
-    wrong_variable,
+_HELPERS = frozenset({"base", "fixes"})
+# Every other module of this package is one family (a ``FAMILY`` name and a ``find``): adding a family is
+# adding a file.
+_MODULES = tuple(
+    importlib.import_module(f"{__name__}.{m.name}")
+    for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+    if m.name not in _HELPERS
 )
 
 FAMILIES: dict[str, Finder] = {m.FAMILY: m.find for m in sorted(_MODULES, key=lambda m: m.FAMILY)}
