@@ -25,7 +25,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from frog_gym.agents.hf import ChatFormat, HFPolicy, Trajectory, require_torch
+from frog_gym.learners.grpo import pad_right
+
+from frog_gym.agents.hf import ChatFormat, HFPolicy, require_torch
 
 ENV_ID = "FrogSWE-Toy-v0"
 SPECIAL = ("<|pad|>", "<|end|>", "<|user|>", "<|assistant|>")
@@ -150,20 +152,6 @@ def warm_start(policy: HFPolicy, episodes: list[tuple[str, str, str]], *, steps:
         losses.append(loss.item())
     model.eval()
     return losses
-
-
-def pad_right(trajectories: list[Trajectory], pad: int) -> tuple[Any, Any, Any]:
-    """``(ids, attention, mask)`` tensors of the trajectories, right-padded to the longest."""
-    torch = require_torch()
-    width = max(len(t) for t in trajectories)
-    ids = torch.full((len(trajectories), width), pad, dtype=torch.long)
-    attention = torch.zeros_like(ids)
-    mask = torch.zeros(len(trajectories), width)
-    for row, t in enumerate(trajectories):
-        ids[row, : len(t)] = torch.tensor(t.ids)
-        attention[row, : len(t)] = 1
-        mask[row, : len(t)] = torch.tensor(t.mask, dtype=torch.float)
-    return ids, attention, mask
 
 
 def make_tiny_model(path: str | os.PathLike[str], *, seed: int = 0, warm_steps: int = 80, vocab_size: int = 2000,
