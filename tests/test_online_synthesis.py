@@ -14,7 +14,7 @@ from frog_gym.generators.online import MutationSynthesizer
 from frog_gym import task as task_module
 from frog_gym.agents.oracle import OracleAgent
 from frog_gym.curriculum import CurriculumConfig, CurriculumState, prior_mean
-from frog_gym.env import FrogSWEEnv
+from frog_gym.env import FrogSWEEnv, default_pool
 from frog_gym.errors import UnknownNameError
 from frog_gym.task import TASK_DIRS_ENV, load_task, refresh_tasks, task_index
 
@@ -123,12 +123,17 @@ def test_added_task_folders_are_inherited_and_registered_ids_win(tmp_path, monke
     monkeypatch.delenv(TASK_DIRS_ENV, raising=False)
     registered = load_task(POOL[0])
     clash = json.loads(registered.to_json()) | {"problem_statement": "a copy that must not shadow the registry"}
-    (tmp_path / "inflection.jsonl").write_text(json.dumps(clash) + "\n")
+    extra = json.loads(registered.to_json()) | {"instance_id": "inflection__online-test-0001"}
+    (tmp_path / "inflection.jsonl").write_text(json.dumps(clash) + "\n" + json.dumps(extra) + "\n")
     task_module.add_task_dir(tmp_path)
     try:
         assert task_module.extra_task_dirs() == [tmp_path.resolve()]
         assert str(tmp_path.resolve()) in os.environ[TASK_DIRS_ENV].split(os.pathsep)
         assert load_task(POOL[0]).problem_statement == registered.problem_statement
+        assert load_task(extra["instance_id"]).patch == registered.patch
+        # Loadable by id, but neither FrogSWE-v0 nor the named suites draw on it.
+        assert extra["instance_id"] not in task_module.registered_task_ids()
+        assert extra["instance_id"] not in default_pool() and POOL[0] in default_pool()
     finally:
         monkeypatch.delenv(TASK_DIRS_ENV, raising=False)
         refresh_tasks()
