@@ -140,7 +140,10 @@ def test_resume_after_interruption_skips_finished_episodes(tmp_path, sig, worker
     slow.write_text(json.dumps({"action": {"tool": "bash", "command": "sleep 4"}}) + "\n")
     cmd = _cli("bench", "--agent", "replay", "--agent-opt", f"actions={slow}", "--suite", ",".join(FAST),
                "--out", str(out), "--no-progress", "--workers", str(workers))
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # A shell without job control starts background jobs with SIGINT ignored, and Python then never
+    # raises KeyboardInterrupt: give the child Ctrl-C's default disposition, as a terminal would.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     results = out / "results.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (results.exists() and results.read_text().count("\n") >= 1):
