@@ -167,6 +167,7 @@ def add_task_dir(path: str | os.PathLike[str]) -> None:
 def refresh_tasks() -> None:
     """Forget the cached task index and records, so that task files written since are seen."""
     task_index.cache_clear()
+    _registered_ids.cache_clear()
     _file_lines.cache_clear()
     load_task.cache_clear()
 
@@ -201,9 +202,15 @@ def task_index() -> dict[str, tuple[str, int]]:
     return index
 
 
+@lru_cache(maxsize=1)
+def _registered_ids() -> tuple[str, ...]:
+    return tuple(sorted(i for i, (f, _) in task_index().items() if not os.path.isabs(f)))
+
+
 def registered_task_ids() -> list[str]:
-    """Ids of the tasks in the registry itself, sorted (not those found through ``FROG_GYM_TASK_DIRS``)."""
-    return sorted(i for i, (f, _) in task_index().items() if not os.path.isabs(f))
+    """Ids of the tasks in the registry itself, sorted (not those found through ``FROG_GYM_TASK_DIRS``);
+    computed once per task index (``FrogSWE-v0`` reads it at every reset)."""
+    return list(_registered_ids())
 
 
 @lru_cache(maxsize=64)

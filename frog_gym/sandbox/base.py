@@ -7,6 +7,7 @@ bubblewrap, Docker) share this protocol and nothing else. A failed or killed com
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -97,11 +98,9 @@ class ClosingOnExit:
     """
 
     _closed: bool
+    close: Callable[[], None]  # the sandbox's own, idempotent
 
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self):  # noqa: ANN204 (the subclass's own type)
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc: object) -> None:
