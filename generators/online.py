@@ -50,13 +50,14 @@ from frog_gym.generators.synthesis import (
     covering_tests,
     make_task,
     order_sites,
+    validate_candidate,
 )
-from frog_gym.generators.validate import Validation, baseline
+from frog_gym.generators.validate import baseline
 
 from frog_gym import paths
 from frog_gym.curriculum import PendingTask
 from frog_gym.snapshot import PreparedRepo, prepare
-from frog_gym.spec import RepoSpec, load_repo
+from frog_gym.spec import load_repo
 from frog_gym.task import add_task_dir, load_task, refresh_tasks, task_index
 
 
@@ -77,12 +78,6 @@ def _task_records(repo: str) -> Iterable[dict[str, Any]]:
     for iid in task_index():
         if iid.startswith(f"{repo}__"):
             yield json.loads(load_task(iid).to_json())
-
-
-def _validate_in_worker(spec: RepoSpec, sites: list[Site], tests: list[str], cfg: GenerateConfig) -> Validation:
-    from frog_gym.generators.synthesis import validate_candidate
-
-    return validate_candidate(spec, sites, tests, cfg)
 
 
 class MutationSynthesizer:
@@ -228,7 +223,7 @@ class MutationSynthesizer:
             raise ValueError(f"{task.task_id!r} was not proposed by this synthesizer (or was validated already).")
         name, cand, level, parts = entry
         state = self._states[name]
-        v = self._pool().submit(_validate_in_worker, self.specs[name], cand.sites, cand.tests, self.config).result()
+        v = self._pool().submit(validate_candidate, self.specs[name], cand.sites, cand.tests, self.config).result()
         reason = v.reason if not v.ok else ""
         need = {t for d in parts for t in d["FAIL_TO_PASS"]}
         if v.ok and not need <= set(v.fail_to_pass):
