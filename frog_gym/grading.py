@@ -333,7 +333,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     start = time.monotonic()
     f2p_fail = {"success": [], "failure": list(task.FAIL_TO_PASS)}
     p2p_fail = {"success": [], "failure": list(task.PASS_TO_PASS)}
-    flags = scan((c.path, c.old, c.new) for c in kept)
+    flags = scan((c.path, c.old, c.new, _read_pristine(repo, c.path)) for c in kept)
     if flags:
         report = GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, None, time.monotonic() - start,
                              tests_discarded, None, "the changes were not run: " + "; ".join(flags[:3]),
@@ -362,6 +362,12 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
                          time.monotonic() - start, tests_discarded, None, r.note, discarded=discarded)
     _store(cache, report)
     return report
+
+
+def _read_pristine(repo: PreparedRepo, rel: str) -> bytes | None:
+    """The repository's own release of a file (the snapshot is the host's, never the agent's)."""
+    p = repo.tree / rel
+    return p.read_bytes() if p.is_file() and not p.is_symlink() else None
 
 
 def _store(cache: Path, report: GradeReport) -> None:

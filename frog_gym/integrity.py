@@ -137,8 +137,11 @@ def _features(source: bytes) -> Counter[tuple[str, str]]:
     return out
 
 
-def tampering(path: str, old: bytes | None, new: bytes) -> list[str]:
+def tampering(path: str, old: bytes | None, new: bytes, pristine: bytes | None = None) -> list[str]:
     """What an edit of a Python file adds to the forgery vocabulary, one reason per kind (empty: clean).
+
+    What the repository's own release of the file (``pristine``) already uses is not evidence: a fix that
+    restores a traceback helper's ``f_globals`` is the repository's code, not a forgery.
 
     >>> tampering("pkg/a.py", b"x = 1\\n", b"import _pytest.reports\\nx = 1\\n")
     ["pkg/a.py: adds import of '_pytest.reports'"]
@@ -147,7 +150,7 @@ def tampering(path: str, old: bytes | None, new: bytes) -> list[str]:
     """
     if not path.endswith((".py", ".pyw", ".pyi")):
         return []
-    added = _features(new) - _features(old or b"")
+    added = _features(new) - (_features(old or b"") | _features(pristine or b""))
     what = {"import": "import of", "name": "use of", "attribute": "access to attribute", "string": "string mentioning"}
     return [f"{path}: adds {what[k]} {n!r}" for k, n in sorted(added)]
 
@@ -225,10 +228,10 @@ def verify(key: bytes, report: dict) -> bool:
     return isinstance(got, str) and hmac.compare_digest(got, sign(key, body))
 
 
-def scan(paths_and_bytes, limit: int = 50) -> list[str]:
-    """:func:`tampering` over ``(path, old, new)`` triples, at most ``limit`` reasons."""
+def scan(edits, limit: int = 50) -> list[str]:
+    """:func:`tampering` over ``(path, old, new, pristine)`` tuples, at most ``limit`` reasons."""
     out: list[str] = []
-    for path, old, new in paths_and_bytes:
+    for path, old, new, pristine in edits:
         if new is not None:
-            out += tampering(path, old, new)
+            out += tampering(path, old, new, pristine)
     return out[:limit]
