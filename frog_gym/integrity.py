@@ -198,16 +198,22 @@ class Canaries:
         return [f"{self.file}::{n}" for n in (*self.must_fail, *self.must_pass)]
 
     def verdict(self, statuses: dict[str, str], exit_code: int | None) -> list[str]:
-        """Reasons the run is not to be trusted (empty: the canaries behaved)."""
+        """Reasons the run is not to be trusted (empty: the canaries behaved).
+
+        A canary may be reported several times, once per parameter of an autouse fixture (``name[param]``)."""
+        def of(name: str) -> list[str]:
+            base = f"{self.file}::{name}"
+            return [s for t, s in statuses.items() if t == base or t.startswith(base + "[")]
+
         out = []
         for n in self.must_fail:
-            s = statuses.get(f"{self.file}::{n}", "MISSING")
-            if s in ("PASSED", "XFAIL"):
-                out.append(f"a test that must fail reported {s}: outcomes were rewritten in the test process")
-            elif s == "MISSING":
+            seen = of(n)
+            if any(s in ("PASSED", "XFAIL") for s in seen):
+                out.append("a test that must fail reported a pass: outcomes were rewritten in the test process")
+            elif not seen:
                 out.append("a canary test was never reported: the test run was cut short or filtered")
         for n in self.must_pass:
-            if statuses.get(f"{self.file}::{n}") == "FAILED":
+            if "FAILED" in of(n):
                 out.append("a test that must pass reported FAILED: outcomes were rewritten in the test process")
         if exit_code == 0:
             out.append("pytest exited 0 although tests that must fail ran: the exit status was forged")

@@ -87,9 +87,13 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(session, config, items):
     if _selected is None:
         return
-    keep = [i for i in items if i.nodeid in _selected]
-    keep.sort(key=lambda i: i.nodeid in _canaries)  # stable: canaries last, the rest in collection order
-    drop = [i for i in items if i.nodeid not in _selected]
+    def canary(i):  # an autouse fixture with params gives every test, canaries included, an id suffix
+        return i.nodeid.split("[", 1)[0] in _canaries
+
+    keep = [i for i in items if i.nodeid in _selected or canary(i)]
+    keep.sort(key=canary)  # stable: canaries last, the rest in collection order
+    kept = set(id(i) for i in keep)
+    drop = [i for i in items if id(i) not in kept]
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
