@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym import paths
-from frog_gym.integrity import GRADING_VERSION, Canaries, out_of_scope, scan, verify
+from frog_gym.integrity import GRADING_VERSION, Canaries, grading_code_digest, out_of_scope, scan, verify
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox import make_sandbox
 from frog_gym.snapshot import PreparedRepo, venv_key
@@ -255,7 +255,7 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
                   "(every selected test counts as failed)")
         return RunResult(statuses, exit_code, reason, seconds=seconds, tampering=[reason])
     if canaries is not None:
-        flags = canaries.verdict(report.get("tests", {}), exit_code)
+        flags = canaries.verdict(report.get("tests", {}), exit_code, report.get("collect_errors", []))
         if flags:
             return RunResult(statuses, exit_code, "; ".join(flags), seconds=seconds, tampering=flags)
     if report.get("exitstatus") != exit_code:
@@ -321,7 +321,8 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     kept, discarded = scope(repo, task, template, changes)
     discarded = dict(sorted({**discarded, **(unread or {})}.items()))
     tests_discarded = sorted(p for p, why in discarded.items() if why == "a test file")
-    h = hashlib.sha256(f"v{GRADING_VERSION}\0{task.content_hash}\0{venv_key(repo.spec)}\0{backend}".encode())
+    h = hashlib.sha256(f"v{GRADING_VERSION}-{grading_code_digest()}\0{task.content_hash}\0{venv_key(repo.spec)}"
+                       f"\0{backend}".encode())
     for c in sorted(kept, key=lambda c: c.path):
         h.update(f"\0{c.path}\0".encode())
         h.update(hashlib.sha256(c.new).digest() if c.new is not None else b"<deleted>")
