@@ -67,6 +67,8 @@ class GradeReport:
     infra_failure: str | None = None
     note: str = ""
     cached: bool = False
+    log_path: str = ""
+    """The raw test log of this grade (see :func:`write_test_log`), under ``$FROG_GYM_HOME/grades``."""
 
     @property
     def is_resolved(self) -> bool:
@@ -134,6 +136,7 @@ class RunResult:
     seconds: float = 0.0
     passes: list[dict[str, TestStatus]] = field(default_factory=list)
     cpu_seconds: float = 0.0
+    output: str = ""
 
 
 def run_selected(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeout: float,
@@ -224,7 +227,7 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
         statuses = {t: TestStatus.FAILED for t in statuses}
         passes = [statuses for _ in passes]
     return RunResult(statuses, exit_code, note, None, report.get("details", {}), report.get("collect_errors", []),
-                     seconds, passes, float(report.get("cpu_seconds", 0.0)))
+                     seconds, passes, float(report.get("cpu_seconds", 0.0)), output)
 
 
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,
@@ -244,16 +247,57 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     start = time.monotonic()
     scratch.sync(template)
     write_changes(scratch.path, kept)
-    statuses, code, note, infra = run_selected(repo, scratch.path, task.selected_tests, timeout, backend=backend)
+    run = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend)
+    statuses, code, note, infra = run.statuses, run.exit_code, run.note, run.infra_failure
+    log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, run)
     if infra:
         return GradeReport(ResolvedStatus.NO, {}, {"success": [], "failure": list(task.FAIL_TO_PASS)},
                            {"success": [], "failure": list(task.PASS_TO_PASS)}, code, time.monotonic() - start,
-                           discarded, infra, note)
+                           discarded, infra, note, log_path=log_path)
     resolved, f2p, p2p = judge(task, statuses)
     report = GradeReport(resolved, {t: s.value for t, s in statuses.items()}, f2p, p2p, code,
-                         time.monotonic() - start, discarded, None, note)
+                         time.monotonic() - start, discarded, None, note, log_path=log_path)
     cache.parent.mkdir(exist_ok=True)
     tmp = cache.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(report.to_dict()))
     os.replace(tmp, cache)
     return report
+
+
+START_TEST_OUTPUT, END_TEST_OUTPUT = ">>>>> Start Test Output", ">>>>> End Test Output"
+TEST_EXIT_CODE = ">>>>> Test Exit Code"
+"""SWE-bench's log markers (``swebench.harness.constants``): its grading reads only what lies between the
+first two, and the test command's exit status from the first line that starts with the third."""
+
+
+def tap_lines(ids: tuple[str, ...], statuses: dict[str, TestStatus]) -> list[str]:
+    """Per-test results as TAP lines, ``ok N id`` when the test counts as passing, else ``not ok N id``.
+
+    SWE-bench's ``parse_log_tap`` keeps the whole rest of the line as the id, so ids with spaces survive
+    (its pytest parser cuts them at the first space); a test with no status is ``not ok``.
+
+    >>> tap_lines(("t.py::test_a[a b]", "t.py::test_b"), {"t.py::test_a[a b]": TestStatus.PASSED})
+    ['ok 1 t.py::test_a[a b]', 'not ok 2 t.py::test_b']
+    """
+    return [f"{'ok' if statuses.get(t, TestStatus.MISSING).ok else 'not ok'} {n} {t}" for n, t in enumerate(ids, 1)]
+
+
+def write_test_log(path: Path, ids: tuple[str, ...], run: RunResult) -> str:
+    """Keep a grading run's raw test log at ``path`` (host side, where no sandbox can reach); returns its path.
+
+    The log reads the way SWE-bench's grading reads an eval log: the per-test results between its markers
+    (:func:`tap_lines`, parsed by ``parse_log_tap``), pytest's exit code, then pytest's own output, with
+    any marker it prints defused so that output from the code under test can never pose as results.
+    """
+    output = run.output.replace(">>>>>", ">>>> >")
+    lines = [START_TEST_OUTPUT, *tap_lines(ids, run.statuses), END_TEST_OUTPUT,
+             f"{TEST_EXIT_CODE}: {run.exit_code if run.exit_code is not None else -1}"]
+    if run.infra_failure:
+        lines.append(f"infrastructure failure: {run.infra_failure}")
+    if run.note:
+        lines.append(f"note: {run.note.replace('>>>>>', '>>>> >')}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text("\n".join([*lines, "pytest output:", output]) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return str(path)

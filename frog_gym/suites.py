@@ -164,7 +164,9 @@ def resolve(suite: str) -> Suite:
     if suite in SUITES:
         return select(SUITES[suite])
     path = Path(suite)
-    if suite.endswith(".txt") or path.is_file():
+    if "," in suite or suite in task_index():  # ids first: a long list of ids is no file name
+        ids, name = suite.split(","), "custom"
+    elif suite.endswith(".txt") or _is_file(path):
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except OSError:
@@ -172,8 +174,6 @@ def resolve(suite: str) -> Suite:
                                    "file of task ids; see `frog-gym suites`.") from None
         ids = [ln.split("#", 1)[0].strip() for ln in lines]
         name = path.stem
-    elif "," in suite or suite in task_index():
-        ids, name = suite.split(","), "custom"
     else:
         raise UnknownNameError("suite", suite, list(SUITES), "Give a suite name, comma-separated task ids, or a "
                                "file of task ids; see `frog-gym suites`.")
@@ -183,6 +183,13 @@ def resolve(suite: str) -> Suite:
             raise UnknownNameError("task", i, task_index(), "See `frog-gym tasks`.")
     version = "ids-" + hashlib.sha256("\n".join(ids).encode()).hexdigest()[:12]
     return Suite(name, version, tuple((i, load_task(i).content_hash) for i in ids))
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system, say: not a file
+        return False
 
 
 def tier_counts(suite: Suite) -> dict[str, int]:

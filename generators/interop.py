@@ -21,6 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from frog_gym.errors import SpecError, UsageError
 from frog_gym.task import Task, load_task, task_index
 
 SWEBENCH_FIELDS = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement", "hints_text",
@@ -79,18 +80,24 @@ def _datasets() -> Any:
 
 
 def export_hf(tasks: list[Task], out_dir: str | Path) -> int:
-    """Write ``out_dir/data/train-00000-of-00001.parquet`` and a dataset card (``datasets`` loads it)."""
-    datasets = _datasets()
+    """Write a ``datasets`` folder that both ``datasets.load_from_disk(out_dir)`` and
+    ``datasets.load_dataset(out_dir)`` read as one ``train`` split: ``save_to_disk``'s layout (``train/*.arrow``
+    with its state) plus a dataset card whose ``configs`` point ``load_dataset`` at the same arrow file."""
     out = Path(out_dir)
-    (out / "data").mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out} is a file; `export --format hf` writes a folder: give a new or existing folder.")
+    datasets = _datasets()
+    out.mkdir(parents=True, exist_ok=True)
     ds = datasets.Dataset.from_list([to_swebench(t, dicts_as_json=True) for t in tasks])
-    ds.to_parquet(str(out / "data" / "train-00000-of-00001.parquet"))
+    datasets.DatasetDict({"train": ds}).save_to_disk(str(out))
     repos = sorted({t.repo for t in tasks})
     (out / "README.md").write_text(
-        "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: data/*.parquet\n---\n"
+        "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: train/*.arrow\n---\n"
         f"# frog-gym tasks\n\n{len(tasks)} validated tasks from {len(repos)} repositories, in SWE-bench format "
-        "(`FAIL_TO_PASS`/`PASS_TO_PASS` as JSON strings) plus frog-gym's fields (`provenance`, `features`, "
-        "`validation` as JSON strings). `frog-gym import` turns the folder back into runnable tasks.\n")
+        "(`FAIL_TO_PASS`/`PASS_TO_PASS` as JSON strings, with the harness fields `image`, `eval_script`, "
+        "`log_parser`, `eval_type`) plus frog-gym's fields (`provenance`, `features`, `validation` as JSON "
+        "strings). Load it with `datasets.load_from_disk` or `datasets.load_dataset`; `frog-gym import` turns "
+        "the folder back into runnable tasks.\n", encoding="utf-8")
     return len(tasks)
 
 
@@ -99,16 +106,36 @@ def read_any(src: str | Path) -> list[Task]:
     src = Path(src)
     if src.is_dir():
         datasets = _datasets()
-        files = sorted(str(p) for p in src.rglob("*.parquet"))
-        if not files:
-            raise FileNotFoundError(f"{src}: no parquet files found; expected an `export --format hf` folder")
-        ds = datasets.Dataset.from_parquet(files)
-        return [from_row(dict(r), f"{src}[{i}]") for i, r in enumerate(ds)]
+        if (src / "dataset_dict.json").exists() or (src / "state.json").exists():
+            loaded = datasets.load_from_disk(str(src))
+            splits = list(loaded.values()) if isinstance(loaded, datasets.DatasetDict) else [loaded]
+        else:
+            files = sorted(str(p) for p in src.rglob("*.parquet"))  # an older export, or a Hub download
+            if not files:
+                raise UsageError(f"{src}: neither a `datasets` folder nor parquet files; expected a folder "
+                                 "written by `frog-gym export --format hf`.")
+            splits = [datasets.Dataset.from_parquet(files)]
+        return [from_row(dict(r), f"{src}[{i}]") for ds in splits for i, r in enumerate(ds)]
+    if not src.is_file():
+        raise UsageError(f"{src}: no such file; give a JSONL file from `frog-gym export --format swebench` "
+                         "or a folder from `export --format hf`.")
     out = []
     with open(src, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
-            if line.strip():
-                out.append(from_row(json.loads(line), f"{src}:{n}"))
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise UsageError(f"{src}:{n}: not valid JSON ({e.msg} at column {e.colno}); each line must be "
+                                 "one task object, as `frog-gym export --format swebench` writes.") from None
+            if not isinstance(row, dict):
+                raise UsageError(f"{src}:{n}: a JSON {type(row).__name__}, not a task object; each line must be "
+                                 "one task object, as `frog-gym export --format swebench` writes.")
+            try:
+                out.append(from_row(row, f"{src}:{n}"))
+            except SpecError as e:
+                raise UsageError(f"{e}; each line must be a task record as `frog-gym export` writes.") from None
     return out
 
 
