@@ -240,7 +240,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         h.update(f"\0{c.path}\0".encode())
         h.update(hashlib.sha256(c.new).digest() if c.new is not None else b"<deleted>")
     cache = paths.home() / "grades" / f"{h.hexdigest()[:32]}.json"
-    if use_cache and cache.exists():
+    if use_cache and cache.exists() and cache.with_suffix(".log").exists():  # a grade keeps its raw log
         report = GradeReport.from_dict(json.loads(cache.read_text()))
         report.cached, report.discarded_test_edits = True, discarded
         return report
