@@ -158,12 +158,17 @@ def resolve_commit(url: str, ref: str) -> str:
 
 
 def read_metadata(tree: Path) -> dict[str, str]:
-    """``summary``, ``license`` (SPDX where recognisable) and ``requires_python`` of a source tree, from its
+    """``summary``, ``license`` (SPDX where recognisable), ``requires_python`` and ``repository`` (GitHub
+    ``owner/name``, from the project URLs) of a source tree, from its
     PKG-INFO (sdists) or pyproject.toml (git trees); missing values are empty strings."""
-    out = {"summary": "", "license": "", "requires_python": ""}
+    out = {"summary": "", "license": "", "requires_python": "", "repository": ""}
     if (tree / "PKG-INFO").is_file():
         msg = email.parser.Parser().parsestr((tree / "PKG-INFO").read_text(encoding="utf-8", errors="replace"))
         out["summary"] = (msg.get("Summary") or "").strip()
+        urls = " ".join([msg.get("Home-page") or "", *(msg.get_all("Project-URL") or [])])
+        found = sorted(set(re.findall(r"github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?(?=[/#\s]|$)", urls)))
+        found = [f for f in found if not f.startswith("sponsors/")]
+        out["repository"] = found[0] if len(found) == 1 else ""
         out["requires_python"] = (msg.get("Requires-Python") or "").strip()
         lic = (msg.get("License-Expression") or "").strip()
         short = (msg.get("License") or "").strip()
@@ -460,6 +465,8 @@ def add(source: str, opts: AddOptions, progress: Progress = _noop) -> AddResult:
         table = {"git": src.url, "commit": resolve_commit(src.url, src.ref)}
     tree = snapshot_tree(parse_repo({"name": name, "source": table, "tests": {"paths": ["."]}}, str(out)))
     meta = read_metadata(tree)
+    if meta["repository"]:
+        table["repository"] = meta["repository"]
     requires_python = meta["requires_python"]
     try:
         SpecifierSet(requires_python)
