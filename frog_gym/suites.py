@@ -41,11 +41,16 @@ class SuiteDef:
     size: int | None
     version: int
     description: str
+    repos: tuple[str, ...] = ()
+    """Draw only from these repositories (empty: from all). Few, quick ones keep a first run short: a fresh
+    machine builds one venv per repository."""
 
 
 SUITES: dict[str, SuiteDef] = {
     s.name: s
     for s in (
+        SuiteDef("first", 10, 1, "10 tasks from two quick repositories (parse, inflection): the README's first "
+                 "run, a few minutes on a fresh machine", repos=("parse", "inflection")),
         SuiteDef("smoke", 20, 2, "about 20 tasks across tiers and repositories: a quick check of an agent"),
         SuiteDef("lite", 300, 2, "about 300 tasks, stratified by tier: the default for comparing agents"),
         SuiteDef("full", None, 2, "every registered task but the toy family"),
@@ -130,7 +135,7 @@ def select(definition: SuiteDef, task_ids: list[str] | None = None) -> Suite:
         from frog_gym.env import default_pool
 
         task_ids = default_pool()
-    ids = sorted(task_ids)
+    ids = sorted(i for i in task_ids if not definition.repos or i.split("__", 1)[0] in definition.repos)
     salt = f"{definition.name}:{definition.version}"
     by_tier: dict[str, dict[str, list[str]]] = {t: defaultdict(list) for t in TIERS}
     tasks = {i: load_task(i) for i in ids}

@@ -76,3 +76,27 @@ def test_bench_with_a_long_list_of_task_ids_is_a_suite(tmp_path, capsys):
     out = tmp_path / "h.toml"
     assert main(["bench", "--agent", "noop", "--suite", ",".join(ids), "--write-harness", str(out)]) == 0
     assert "(10 tasks)" in capsys.readouterr().out
+
+
+def test_setup_finds_a_working_bubblewrap(capsys):
+    assert main(["setup"]) == 0
+    assert "bubblewrap works" in capsys.readouterr().out
+
+
+def test_setup_without_bubblewrap_installs_it_with_apt_or_says_what_to_do(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    cmd = [sys.executable, "-m", "frog_gym.cli", "setup", "--dry-run"]
+    proc = subprocess.run(cmd, env={**os.environ, "PATH": str(empty)}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "not a Debian/Ubuntu system; install the 'bubblewrap' package" in proc.stderr
+    (empty / "apt-get").write_text("#!/bin/sh\nexit 1\n")  # never run: --dry-run
+    (empty / "apt-get").chmod(0o755)
+    proc = subprocess.run(cmd, env={**os.environ, "PATH": str(empty)}, capture_output=True, text=True, timeout=120)
+    want = "frog-gym setup: apt-get install -y -qq --no-install-recommends bubblewrap"
+    if os.geteuid() != 0:
+        want = "you are not root and there is no sudo"
+    assert want in proc.stderr, proc.stderr

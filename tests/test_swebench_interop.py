@@ -141,4 +141,5 @@ def test_raw_logs_parity_across_every_repository(tmp_path):
         counts["tasks"] += 1
         counts["grades"] += 2
         counts["spaced"] += any(" " in i for i in t.selected_tests)
+        print(t.instance_id, "bug", bug.resolved.value, "gold", gold.resolved.value, "parity ok", flush=True)
     print(json.dumps(counts))
