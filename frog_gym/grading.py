@@ -137,6 +137,7 @@ class RunResult:
     passes: list[dict[str, TestStatus]] = field(default_factory=list)
     cpu_seconds: float = 0.0
     output: str = ""
+    collected: int = 0
 
 
 def run_selected(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeout: float,
@@ -227,7 +228,7 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
         statuses = {t: TestStatus.FAILED for t in statuses}
         passes = [statuses for _ in passes]
     return RunResult(statuses, exit_code, note, None, report.get("details", {}), report.get("collect_errors", []),
-                     seconds, passes, float(report.get("cpu_seconds", 0.0)), output)
+                     seconds, passes, float(report.get("cpu_seconds", 0.0)), output, int(report.get("collected", 0)))
 
 
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,

@@ -49,7 +49,7 @@ class SuiteDef:
 SUITES: dict[str, SuiteDef] = {
     s.name: s
     for s in (
-        SuiteDef("first", 10, 1, "10 tasks from two quick repositories (parse, inflection): the README's first "
+        SuiteDef("first", 6, 1, "6 tasks from two quick repositories (parse, inflection): the README's first "
                  "run, a few minutes on a fresh machine", repos=("parse", "inflection")),
         SuiteDef("smoke", 20, 2, "about 20 tasks across tiers and repositories: a quick check of an agent"),
         SuiteDef("lite", 300, 2, "about 300 tasks, stratified by tier: the default for comparing agents"),
