@@ -1,10 +1,16 @@
-"""Task interchange: SWE-bench-format JSONL and Hugging Face datasets (parquet), out and back in.
+"""Task interchange: SWE-bench-format JSONL and Hugging Face datasets, out and back in.
 
 SWE-bench stores ``FAIL_TO_PASS`` and ``PASS_TO_PASS`` as JSON-encoded strings; ``export_swebench`` does the
-same and keeps our fields (``bug_patch``, ``statement_level``, ``provenance``, ``features``,
-``validation``) beside them, so that ``import_tasks`` rebuilds exactly the task records. A Hugging Face
-export is one parquet file under ``<dir>/data/`` (our dict fields as JSON strings, so every row has the
-same schema) plus a short dataset card; it needs the ``hf`` extra (``pip install 'frog-gym[hf]'``).
+same, adds the harness fields swebench 5.x's ``make_test_spec`` needs (``image``, an ``eval_script`` that
+grades as frog-gym grades, ``log_parser = "parse_log_tap"``, which keeps test ids with spaces whole, and
+``eval_type``), names the repository by its upstream ``owner/name`` and dates it by its release, and keeps
+our fields (``bug_patch``, ``statement_level``, ``provenance``, ``features``, ``validation``,
+``frog_repo``, ``frog_created_at``) beside them, so that ``import_tasks`` rebuilds exactly the task
+records. The raw test log of every grade (``GradeReport.log_path``) is in the format that
+``parse_log_tap`` reads, so swebench's ``get_eval_report`` grades our runs too
+(``tests/test_swebench_interop.py`` checks that it agrees with us). A Hugging Face export is a folder that
+``datasets.load_from_disk`` and ``datasets.load_dataset`` both read (our dict fields as JSON strings, so
+every row has the same schema); it needs the ``hf`` extra (``pip install 'frog-gym[hf]'``).
 
 Example:
     >>> from frog_gym.task import load_task
@@ -133,8 +139,17 @@ def from_row(row: dict[str, Any], where: str = "<row>") -> Task:
         d["repo"], d["created_at"] = d["frog_repo"], d.get("frog_created_at", "")
         if d.get("environment_setup_commit") == d.get("base_commit"):
             d["environment_setup_commit"] = ""
+    elif "/" in str(d.get("repo", "")):  # another tool's row: map the upstream owner/name to our name
+        d["repo"] = _registry_names().get(d["repo"].lower(), d["repo"])
     known = {f for f in Task.__dataclass_fields__}
     return Task.from_dict({k: v for k, v in d.items() if k in known}, where)
+
+
+def _registry_names() -> dict[str, str]:
+    """Upstream ``owner/name`` (lowercase) -> registry name, for the specs that record one."""
+    from frog_gym.spec import load_repo, repo_names
+
+    return {swebench_repo(load_repo(n)).lower(): n for n in repo_names()}
 
 
 def registered_tasks(ids: Iterable[str] | None = None) -> list[Task]:

@@ -74,6 +74,8 @@ def test_export_row_carries_what_make_test_spec_needs():
     assert spec.FAIL_TO_PASS == list(task.FAIL_TO_PASS) and any(" " in t for t in task.selected_tests)
     assert "SWEBENCH_TEST_EXIT_CODE=$?" in spec.eval_script_list  # its exit-code recording found our marker
     assert interop.from_row(row) == task and interop.from_row(row).created_at == task.created_at
+    foreign = {k: v for k, v in row.items() if not k.startswith("frog_")}  # another tool's copy of the row
+    assert interop.from_row(foreign).repo == "humanize"
 
 
 def test_raw_logs_parity_on_tasks_with_spaced_ids(tmp_path):
