@@ -126,6 +126,7 @@ def test_exported_eval_script_grades_like_we_do(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_raw_logs_parity_across_every_repository(tmp_path):
     """At least 50 tasks, two per repository (spaced ids first), each graded bug and gold."""
     by_repo: dict[str, list[Task]] = defaultdict(list)
