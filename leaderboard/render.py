@@ -364,8 +364,8 @@ def render(results: list[EpisodeResult], out: Path) -> list[Table]:
     md = [_HEADER]
     body_html = []
     if not tables:
-        md.append("\nNo results yet. Run `frog-gym bench --agent apr --suite smoke` and "
-                  "`frog-gym leaderboard --add runs/apr-smoke`.\n")
+        md.append("\nNo results yet. Run `frog-gym bench --agent apr --suite first` and "
+                  "`frog-gym leaderboard --add runs/apr-first`.\n")
     draw = can_plot()
     for t in tables:
         rel = plot(t, plots / f"{t.fingerprint}.png").relative_to(out).as_posix() if draw else ""
