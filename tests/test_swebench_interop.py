@@ -146,3 +146,22 @@ def test_raw_logs_parity_across_every_repository(tmp_path):
         counts["spaced"] += any(" " in i for i in t.selected_tests)
         print(t.instance_id, "bug", bug.resolved.value, "gold", gold.resolved.value, "parity ok", flush=True)
     print(json.dumps(counts))
+
+
+def test_the_env_reports_the_raw_log_of_its_grade():
+    import gymnasium as gym
+
+    import frog_gym  # noqa: F401  (registers the envs)
+
+    task = spaced([load_task(i) for i in task_index() if i.startswith("iniconfig__")])[0]
+    env = gym.make(f"FrogSWE/{task.instance_id}-v0").unwrapped
+    try:
+        env.reset(seed=0)
+        _, reward, terminated, _, info = env.step({"tool": "submit"})
+    finally:
+        env.close()
+    assert terminated and reward == 0.0
+    log = Path(info["report"]["log_path"])
+    assert log.is_file() and log.is_relative_to(paths.home() / "grades")
+    assert not swebench_verdict(task, str(log))["resolved"]
+
