@@ -23,12 +23,12 @@ def test_import_of_a_missing_file(tmp_path, capsys, monkeypatch):
 
 def test_import_of_malformed_json(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('\n{bad\n')
+    bad.write_text("\n{bad\n")
     assert main(["import", str(bad), "--tasks-dir", str(tmp_path / "t")]) == 2
     err = one_line_error(capsys)
     assert f"{bad}:2: not valid JSON (Expecting property name enclosed in double quotes at column 2)" in err
     assert "each line must be one task object" in err
-    bad.write_text('[1, 2]\n')
+    bad.write_text("[1, 2]\n")
     assert main(["import", str(bad), "--tasks-dir", str(tmp_path / "t")]) == 2
     assert f"{bad}:1: a JSON list, not a task object" in one_line_error(capsys)
     bad.write_text('{"instance_id": "a"}\n')
@@ -46,7 +46,9 @@ def test_export_hf_onto_an_existing_file(tmp_path, capsys):
 
 def test_export_swebench_onto_a_folder(tmp_path, capsys):
     assert main(["export", "--format", "swebench", str(tmp_path), "--repo", "inflection"]) == 2
-    assert f"{tmp_path} is a folder; `export --format swebench` writes one JSONL file" in one_line_error(capsys)
+    assert f"{tmp_path} is a folder; `export --format swebench` writes one JSONL file" in one_line_error(
+        capsys
+    )
 
 
 def test_export_of_an_unknown_repository(tmp_path, capsys):
@@ -91,11 +93,17 @@ def test_setup_without_bubblewrap_installs_it_with_apt_or_says_what_to_do(tmp_pa
     empty = tmp_path / "bin"
     empty.mkdir()
     cmd = [sys.executable, "-m", "frog_gym.cli", "setup", "--dry-run"]
-    proc = subprocess.run(cmd, env={**os.environ, "PATH": str(empty)}, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1 and "not a Debian/Ubuntu system; install the 'bubblewrap' package" in proc.stderr
+    proc = subprocess.run(
+        cmd, env={**os.environ, "PATH": str(empty)}, capture_output=True, text=True, timeout=120
+    )
+    assert (
+        proc.returncode == 1 and "not a Debian/Ubuntu system; install the 'bubblewrap' package" in proc.stderr
+    )
     (empty / "apt-get").write_text("#!/bin/sh\nexit 1\n")  # never run: --dry-run
     (empty / "apt-get").chmod(0o755)
-    proc = subprocess.run(cmd, env={**os.environ, "PATH": str(empty)}, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        cmd, env={**os.environ, "PATH": str(empty)}, capture_output=True, text=True, timeout=120
+    )
     want = "frog-gym setup: apt-get install -y -qq --no-install-recommends bubblewrap"
     if os.geteuid() != 0:
         want = "you are not root and there is no sudo"

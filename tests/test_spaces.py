@@ -33,8 +33,9 @@ def test_make_vec_async_works_out_of_the_box_with_non_ascii_output():
     try:
         obs, _ = envs.reset(seed=0)
         assert all("inflection" in o for o in obs) and not any(set(o) == {"0"} for o in obs)
-        obs, reward, terminated, truncated, _ = envs.step(("```bash\necho héllo ✓\n```",
-                                                          {"tool": "bash", "command": "echo naïve ✓ $((6*7))"}))
+        obs, reward, terminated, truncated, _ = envs.step(
+            ("```bash\necho héllo ✓\n```", {"tool": "bash", "command": "echo naïve ✓ $((6*7))"})
+        )
         assert obs[0].startswith("héllo ✓") and obs[1].startswith("naïve ✓ 42"), obs
         assert not terminated.any() and not truncated.any()
     finally:

@@ -32,8 +32,12 @@ from swebench.harness.utils import make_test_spec  # noqa: E402
 
 def swebench_verdict(task: Task, log_path: str) -> dict:
     spec = make_test_spec(interop.to_swebench(task))
-    entry = get_eval_report(spec, {"instance_id": task.instance_id, "model_name_or_path": "frog-gym",
-                                   "model_patch": "diff"}, log_path, include_tests_status=True)[task.instance_id]
+    entry = get_eval_report(
+        spec,
+        {"instance_id": task.instance_id, "model_name_or_path": "frog-gym", "model_patch": "diff"},
+        log_path,
+        include_tests_status=True,
+    )[task.instance_id]
     assert entry["patch_successfully_applied"], Path(log_path).read_text()[:3000]
     return entry
 
@@ -113,9 +117,16 @@ def test_exported_eval_script_grades_like_we_do(tmp_path):
         with tempfile.TemporaryDirectory(dir=paths.home()) as io:
             (Path(io) / "in").mkdir()
             (Path(io) / "out").mkdir()
-            (Path(io) / "in" / "eval.sh").write_text(interop.to_swebench(task)["eval_script"], encoding="utf-8")
-            sb = make_sandbox("local", repo, tree, Limits(command_timeout=600),
-                              binds=((Path(io) / "in", "/frog/in", False), (Path(io) / "out", "/frog/out", True)))
+            (Path(io) / "in" / "eval.sh").write_text(
+                interop.to_swebench(task)["eval_script"], encoding="utf-8"
+            )
+            sb = make_sandbox(
+                "local",
+                repo,
+                tree,
+                Limits(command_timeout=600),
+                binds=((Path(io) / "in", "/frog/in", False), (Path(io) / "out", "/frog/out", True)),
+            )
             result = sb.exec(["bash", "-c", "bash /frog/in/eval.sh > /frog/out/eval.log 2>&1"], 600)
             sb.close()
             assert not result.timed_out
@@ -164,4 +175,3 @@ def test_the_env_reports_the_raw_log_of_its_grade():
     log = Path(info["report"]["log_path"])
     assert log.is_file() and log.is_relative_to(paths.home() / "grades")
     assert not swebench_verdict(task, str(log))["resolved"]
-

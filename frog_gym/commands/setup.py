@@ -13,9 +13,14 @@ import shutil
 import subprocess
 import sys
 
-HELP = "Install what the sandbox needs (bubblewrap, via apt-get as root or with sudo) and check that it works."
+HELP = (
+    "Install what the sandbox needs (bubblewrap, via apt-get as root or with sudo) and check that it works."
+)
 
-APT = (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "bubblewrap"])
+APT = (
+    ["apt-get", "update", "-qq"],
+    ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "bubblewrap"],
+)
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -39,8 +44,13 @@ def install_commands(is_root: bool, sudo: str | None, apt_get: str | None) -> li
 
 def _bwrap_works(bwrap: str) -> str:
     """An empty string when bubblewrap starts a sandbox here, else its complaint."""
-    proc = subprocess.run([bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     return "" if proc.returncode == 0 else (proc.stderr.strip() or f"exit code {proc.returncode}")
 
 
@@ -53,10 +63,15 @@ def run(args: argparse.Namespace) -> int:
         if not commands:
             raise FrogGymError(
                 "bubblewrap (bwrap) is missing and cannot be installed from here: "
-                + ("you are not root and there is no sudo; ask an administrator to run "
-                   "`apt-get install bubblewrap`" if shutil.which("apt-get") else
-                   "this is not a Debian/Ubuntu system; install the 'bubblewrap' package with your package "
-                   "manager (dnf, pacman, zypper, apk)") + ", then run `frog-gym setup` again.")
+                + (
+                    "you are not root and there is no sudo; ask an administrator to run "
+                    "`apt-get install bubblewrap`"
+                    if shutil.which("apt-get")
+                    else "this is not a Debian/Ubuntu system; install the 'bubblewrap' package with your package "
+                    "manager (dnf, pacman, zypper, apk)"
+                )
+                + ", then run `frog-gym setup` again."
+            )
         for c in commands:
             print("frog-gym setup: " + " ".join(c), file=sys.stderr)
             if not args.dry_run:
@@ -68,8 +83,10 @@ def run(args: argparse.Namespace) -> int:
             raise FrogGymError("apt-get finished but no bwrap is on PATH; check the output above.")
     problem = _bwrap_works(bwrap)
     if problem:
-        raise FrogGymError(f"bubblewrap is installed ({bwrap}) but cannot start a sandbox here: {problem}. In a "
-                           "container, allow user namespaces (e.g. docker run --security-opt seccomp=unconfined) "
-                           "or see the README's Safety section for FROG_GYM_UNSANDBOXED.")
+        raise FrogGymError(
+            f"bubblewrap is installed ({bwrap}) but cannot start a sandbox here: {problem}. In a "
+            "container, allow user namespaces (e.g. docker run --security-opt seccomp=unconfined) "
+            "or see the README's Safety section for FROG_GYM_UNSANDBOXED."
+        )
     print(f"frog-gym setup: bubblewrap works ({bwrap}); ready.")
     return 0
