@@ -161,8 +161,11 @@ class FrogSWEEnv(gym.Env[str, Any]):
             if infra is None:
                 report = self._grade()
                 reward = report.reward(self.partial_credit)
-                info.update(report=report.to_dict(), resolved=report.is_resolved, infra_failure=report.infra_failure)
+                info.update(report=report.to_dict(), resolved=report.is_resolved, infra_failure=report.infra_failure,
+                            tampering=report.tampering)
                 obs += f"\n[graded: {report.resolved.value}]"
+                if report.tampering:
+                    obs += f"\n[reward 0: tampering with grading: {report.tampering[0]}]"
             else:
                 info["infra_failure"] = infra
         self._transcript.append(f"--- step {self._steps}: {_show_action(call)}\n{obs}")
@@ -202,8 +205,9 @@ class FrogSWEEnv(gym.Env[str, Any]):
 
     def _grade(self) -> GradeReport:
         assert self._repo and self.task and self._template
-        self.last_report = grade(self._repo, self.task, self._template, self._ws.changes(), self._scratch,
-                                 timeout=self.grade_timeout_s, backend=self.backend)
+        changes = self._ws.changes()
+        self.last_report = grade(self._repo, self.task, self._template, changes, self._scratch,
+                                 timeout=self.grade_timeout_s, backend=self.backend, unread=self._ws.skipped)
         return self.last_report
 
     def _info(self) -> dict[str, Any]:

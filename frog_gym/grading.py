@@ -1,10 +1,14 @@
 """Grading, the way SWE-bench grades: run FAIL_TO_PASS ∪ PASS_TO_PASS in a fresh copy, trust no stdout.
 
-``grade`` takes the agent's changes, discards edits to test files, writes the rest into a fresh copy of
-the task's starting tree, runs exactly the selected tests in a new sandbox with a plugin that writes a
-report into a folder the agent never sees, cross-checks the report against pytest's exit code, and
-returns a :class:`GradeReport`. A sandbox fault or a grading timeout is an infrastructure failure, never
-the agent's failure. Identical changes reuse the cached grade.
+``grade`` takes the agent's changes, keeps only edits to the package's own source (test files, pytest
+configuration and interpreter start-up hooks stay pristine: :func:`frog_gym.integrity.out_of_scope`),
+scans what they add for tampering, writes them into a fresh copy of the task's starting tree, appends
+canary tests, and runs exactly the selected tests in a new sandbox where the test files are read-only. A
+plugin writes a report signed with a per-run key into a folder the agent never sees; the report is
+verified, cross-checked with pytest's exit code and the canaries, and becomes a :class:`GradeReport`. A
+caught forgery scores 0 with its reasons in ``tampering``. A sandbox that fails to start is an
+infrastructure failure, never the agent's failure; a test run that outlives the grading timeout is the
+agent's (its code runs there). Identical changes reuse the cached grade (keyed by the grading version).
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import enum
 import hashlib
 import json
 import os
+import random
+import secrets
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -21,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym import paths
+from frog_gym.integrity import GRADING_VERSION, Canaries, out_of_scope, scan, verify
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox import make_sandbox
 from frog_gym.snapshot import PreparedRepo, venv_key
 from frog_gym.task import Task
-from frog_gym.workspace import Change, Template, Workspace, write_changes
+from frog_gym.workspace import Change, Template, Workspace, append_file, write_changes
 
 
 class TestStatus(str, enum.Enum):
@@ -67,16 +74,20 @@ class GradeReport:
     infra_failure: str | None = None
     note: str = ""
     cached: bool = False
+    discarded: dict[str, str] = field(default_factory=dict)
+    tampering: list[str] = field(default_factory=list)
     log_path: str = ""
     """The raw test log of this grade (see :func:`write_test_log`), under ``$FROG_GYM_HOME/grades``."""
 
     @property
     def is_resolved(self) -> bool:
-        return self.resolved is ResolvedStatus.FULL
+        return self.resolved is ResolvedStatus.FULL and not self.tampering
 
     def reward(self, partial_credit: bool = False) -> float:
         """1.0 when resolved, else 0.0; with ``partial_credit``, the pass rate of FAIL_TO_PASS times that of
         PASS_TO_PASS (so breaking other tests still costs)."""
+        if self.tampering:
+            return 0.0
         if not partial_credit:
             return 1.0 if self.is_resolved else 0.0
 
@@ -95,7 +106,7 @@ class GradeReport:
     def from_dict(cls, d: dict[str, Any]) -> GradeReport:
         d = dict(d)
         d["resolved"] = ResolvedStatus(d["resolved"])
-        return cls(**d)
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
 def _plugin_dir() -> Any:
@@ -136,6 +147,7 @@ class RunResult:
     seconds: float = 0.0
     passes: list[dict[str, TestStatus]] = field(default_factory=list)
     cpu_seconds: float = 0.0
+    tampering: list[str] = field(default_factory=list)
     output: str = ""
     collected: int = 0
 
@@ -156,13 +168,19 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
               limits: Limits | None = None, backend: str = "local", *, details: bool = False,
               env: dict[str, str] | None = None, binds: tuple[tuple[Path, str, bool], ...] = (),
               out_dir: Path | None = None, plugins: tuple[str, ...] = (), args: tuple[str, ...] = (),
-              repeat: int = 1) -> RunResult:
+              repeat: int = 1, canaries: Canaries | None = None, authenticate: bool = False,
+              protect: tuple[str, ...] = ()) -> RunResult:
     """:func:`run_selected` with more in and out: failure ``details`` (the report plugin's "details" key),
     extra sandbox ``env`` (a ``PYTHONPATH`` there is appended to the plugin's) and ``binds``, ``out_dir`` (a
     host folder mounted writable at ``/frog/out`` that the caller keeps: the coverage map reads its data
     there), more pytest ``plugins`` loaded with ``-p``, and more pytest ``args`` (after the spec's, so that
     e.g. ``--timeout=15`` overrides the spec's per-test timeout), and ``repeat``: run each test that many
     times in the one session (``RunResult.passes`` then holds one status map per pass).
+
+    Grading adds ``canaries`` (selected too, run last, judged by :meth:`Canaries.verdict`), ``authenticate``
+    (the plugin signs its report with a key it reads from a FIFO before any code under test runs; an unsigned
+    or badly signed report is not trusted) and ``protect`` (paths of the tree mounted read-only, so code under
+    test can't rewrite the tests it is judged by).
     """
     start = time.monotonic()
     with tempfile.TemporaryDirectory(dir=paths.home()) as io_dir, resources.as_file(_plugin_dir()) as plugin:
@@ -179,35 +197,71 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
         if repeat > 1:
             run_env["FROG_REPEAT"] = str(repeat)
         if ids is not None:
-            (io / "in" / "select.json").write_text(json.dumps(list(ids)))
+            chosen: Any = list(ids) if canaries is None else {"ids": list(ids), "canaries": canaries.ids()}
+            (io / "in" / "select.json").write_text(json.dumps(chosen))
             run_env["FROG_SELECT"] = "/frog/in/select.json"
+        key_fd = -1
+        if authenticate:
+            key = secrets.token_hex(32).encode()
+            fifo = io / "in" / "key"
+            os.mkfifo(fifo, 0o644)
+            key_fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # never blocks; the plugin reads 64 bytes once
+            os.write(key_fd, key)
+            run_env["FROG_KEY_FIFO"] = "/frog/in/key"
         limits = limits or Limits(command_timeout=timeout, output_cap=8192)
-        sb = make_sandbox(backend, repo, tree, limits,
-                          binds=((io / "in", "/frog/in", False), (out, "/frog/out", True),
-                                 (Path(plugin), "/frog/plugin", False), *binds))
-        argv = [str(repo.python), "-m", "pytest", *repo.spec.pytest_args, "-q", "-p", "frog_report",
-                *(a for p in plugins for a in ("-p", p)), *args,
-                *(test_files_of(ids) if ids is not None else repo.spec.tests.paths)]
-        result = sb.exec(argv, timeout, env=run_env)
-        sb.close()
-        if result.timed_out:
-            return RunResult({}, None, result.output[-2000:], f"grading timed out after {timeout:.0f} s",
-                             seconds=time.monotonic() - start)
+        ro = tuple((tree / p, f"/testbed/{p}", False) for p in protect if (tree / p).exists())
+        try:
+            sb = make_sandbox(backend, repo, tree, limits,
+                              binds=((io / "in", "/frog/in", False), (out, "/frog/out", True),
+                                     (Path(plugin), "/frog/plugin", False), *binds, *ro))
+            files = test_files_of(ids) if ids is not None else list(repo.spec.tests.paths)
+            if canaries is not None and canaries.file not in files:
+                files.append(canaries.file)
+            argv = [str(repo.python), "-m", "pytest", *repo.spec.pytest_args, "-q", "-p", "frog_report",
+                    *(a for p in plugins for a in ("-p", p)), *args, *files]
+            result = sb.exec(argv, timeout, env=run_env)
+            sb.close()
+        finally:
+            if key_fd >= 0:
+                os.close(key_fd)
         if result.output.startswith("bwrap:"):
             return RunResult({}, result.exit_code, result.output[-2000:], f"sandbox failed: {result.output[:300]}",
                              seconds=time.monotonic() - start)
-        return read_report(out / "report.json", ids, result.exit_code, result.output, time.monotonic() - start)
+        if result.timed_out:
+            if canaries is not None:  # grading: the code under test ran past the limit, which is its doing
+                statuses = {t: TestStatus.FAILED for t in ids or ()}
+                return RunResult(statuses, None, f"the tests ran past the grading limit of {timeout:.0f} s and were "
+                                 "killed; every selected test counts as failed\n" + result.output[-2000:],
+                                 seconds=time.monotonic() - start)
+            return RunResult({}, None, result.output[-2000:], f"grading timed out after {timeout:.0f} s",
+                             seconds=time.monotonic() - start)
+        return read_report(out / "report.json", ids, result.exit_code, result.output, time.monotonic() - start,
+                           key=key if authenticate else None, canaries=canaries)
 
 
 def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, output: str,
-                seconds: float = 0.0) -> RunResult:
-    """Statuses from the plugin's report file, cross-checked with pytest's exit code (see :func:`run_selected`)."""
+                seconds: float = 0.0, key: bytes | None = None, canaries: Canaries | None = None) -> RunResult:
+    """Statuses from the plugin's report file, cross-checked with pytest's exit code (see :func:`run_selected`),
+    and, in grading, with the report's signature under ``key`` and the ``canaries``' verdict."""
     statuses = {t: TestStatus.MISSING for t in ids or ()}
     try:
-        report = json.loads(path.read_text())
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            raw = f.read(64 << 20)
+        report = json.loads(raw)
+        if not isinstance(report, dict):
+            raise ValueError("not an object")
     except (OSError, ValueError):
         note = f"pytest wrote no report (exit code {exit_code}); every selected test counts as failed"
         return RunResult(statuses, exit_code, note + "\n" + output[-2000:], seconds=seconds)
+    if key is not None and not verify(key, report):
+        reason = ("the test report is not signed by the grading plugin: something in the test process wrote it "
+                  "(every selected test counts as failed)")
+        return RunResult(statuses, exit_code, reason, seconds=seconds, tampering=[reason])
+    if canaries is not None:
+        flags = canaries.verdict(report.get("tests", {}), exit_code)
+        if flags:
+            return RunResult(statuses, exit_code, "; ".join(flags), seconds=seconds, tampering=flags)
     if report.get("exitstatus") != exit_code:
         note = (f"the report says exit status {report.get('exitstatus')} but pytest exited with "
                 f"{exit_code}; the report is not trusted")
@@ -223,7 +277,11 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
     statuses = parse(report.get("tests", {}))
     passes = [parse(p) for p in report.get("passes", [])]
     note = ""
-    if all(s.ok for p in (passes or [statuses]) for s in p.values()) and exit_code != 0:
+    if canaries is not None:  # the must-fail canaries make an honest run exit 1 (tests failed), nothing else
+        if exit_code != 1:
+            note = f"pytest exited with {exit_code} (an honest graded run exits 1); not trusted"
+            statuses = {t: TestStatus.FAILED for t in statuses}
+    elif all(s.ok for p in (passes or [statuses]) for s in p.values()) and exit_code != 0:
         note = f"every selected test passed but pytest exited with {exit_code}; not trusted"
         statuses = {t: TestStatus.FAILED for t in statuses}
         passes = [statuses for _ in passes]
@@ -231,38 +289,101 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
                      seconds, passes, float(report.get("cpu_seconds", 0.0)), output, int(report.get("collected", 0)))
 
 
+def patch_files(patch: str) -> frozenset[str]:
+    """The files a unified diff touches (its ``+++ b/`` and ``--- a/`` sides)."""
+    out = set()
+    for line in patch.splitlines():
+        if line.startswith(("+++ b/", "--- a/")):
+            out.add(line[6:].split("\t")[0].strip())
+    return frozenset(out)
+
+
+def scope(repo: PreparedRepo, task: Task, template: Template, changes: list[Change]
+          ) -> tuple[list[Change], dict[str, str]]:
+    """Split ``changes`` into those graded and those reset to the pristine tree (path -> why)."""
+    spec = repo.spec
+    gold, hidden = patch_files(task.patch), patch_files(task.test_patch)
+    kept, discarded = [], {}
+    for c in changes:
+        why = ("a test file" if c.path in hidden else
+               out_of_scope(c.path, spec.mutable, gold, spec.install.import_paths, spec.tests.is_test_file,
+                            lambda p: p in template.manifest))
+        if why is None:
+            kept.append(c)
+        else:
+            discarded[c.path] = why
+    return kept, dict(sorted(discarded.items()))
+
+
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,
-          timeout: float = 900.0, use_cache: bool = True, backend: str = "local") -> GradeReport:
-    """Grade the agent's ``changes`` to ``task`` (see the module docstring). ``scratch`` is reused."""
-    kept = [c for c in changes if not repo.spec.tests.is_test_file(c.path)]
-    discarded = sorted(c.path for c in changes if repo.spec.tests.is_test_file(c.path))
-    h = hashlib.sha256(f"{task.content_hash}\0{venv_key(repo.spec)}\0{backend}".encode())
+          timeout: float = 900.0, use_cache: bool = True, backend: str = "local",
+          rng: random.Random | None = None, unread: dict[str, str] | None = None) -> GradeReport:
+    """Grade the agent's ``changes`` to ``task`` (see the module docstring). ``scratch`` is reused.
+
+    ``rng`` draws the canaries' names and values (default: fresh system randomness, so no agent can
+    predict them); ``unread`` lists changed files that were too large to collect (path -> why)."""
+    kept, discarded = scope(repo, task, template, changes)
+    discarded = dict(sorted({**discarded, **(unread or {})}.items()))
+    tests_discarded = sorted(p for p, why in discarded.items() if why == "a test file")
+    h = hashlib.sha256(f"v{GRADING_VERSION}\0{task.content_hash}\0{venv_key(repo.spec)}\0{backend}".encode())
     for c in sorted(kept, key=lambda c: c.path):
         h.update(f"\0{c.path}\0".encode())
         h.update(hashlib.sha256(c.new).digest() if c.new is not None else b"<deleted>")
     cache = paths.home() / "grades" / f"{h.hexdigest()[:32]}.json"
     if use_cache and cache.exists() and cache.with_suffix(".log").exists():  # a grade keeps its raw log
         report = GradeReport.from_dict(json.loads(cache.read_text()))
-        report.cached, report.discarded_test_edits = True, discarded
+        report.cached, report.discarded_test_edits, report.discarded = True, tests_discarded, discarded
         return report
     start = time.monotonic()
+    f2p_fail = {"success": [], "failure": list(task.FAIL_TO_PASS)}
+    p2p_fail = {"success": [], "failure": list(task.PASS_TO_PASS)}
+    flags = scan((c.path, c.old, c.new, _read_pristine(repo, c.path)) for c in kept)
+    if flags:
+        report = GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, None, time.monotonic() - start,
+                             tests_discarded, None, "the changes were not run: " + "; ".join(flags[:3]),
+                             discarded=discarded, tampering=flags)
+        report.log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests,
+                                         RunResult({}, None, report.note, tampering=flags))
+        _store(cache, report)
+        return report
     scratch.sync(template)
     write_changes(scratch.path, kept)
-    run = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend)
-    statuses, code, note, infra = run.statuses, run.exit_code, run.note, run.infra_failure
-    log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, run)
-    if infra:
-        return GradeReport(ResolvedStatus.NO, {}, {"success": [], "failure": list(task.FAIL_TO_PASS)},
-                           {"success": [], "failure": list(task.PASS_TO_PASS)}, code, time.monotonic() - start,
-                           discarded, infra, note, log_path=log_path)
-    resolved, f2p, p2p = judge(task, statuses)
-    report = GradeReport(resolved, {t: s.value for t, s in statuses.items()}, f2p, p2p, code,
-                         time.monotonic() - start, discarded, None, note, log_path=log_path)
+    rng = rng or random.Random(secrets.randbits(64))
+    target = test_files_of(task.FAIL_TO_PASS)[0]
+    names = {t.rsplit("::", 1)[-1] for t in task.selected_tests}
+    canaries = Canaries.make(target, rng, names)
+    append_file(scratch.path, target, canaries.source.encode())
+    r = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend, canaries=canaries,
+                  authenticate=True, protect=repo.spec.tests.paths)
+    log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, r)
+    if r.infra_failure:
+        return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,
+                           tests_discarded, r.infra_failure, r.note, discarded=discarded, log_path=log_path)
+    if r.tampering:
+        report = GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,
+                             tests_discarded, None, r.note, discarded=discarded, tampering=r.tampering,
+                             log_path=log_path)
+        _store(cache, report)
+        return report
+    resolved, f2p, p2p = judge(task, r.statuses)
+    report = GradeReport(resolved, {t: s.value for t, s in r.statuses.items()}, f2p, p2p, r.exit_code,
+                         time.monotonic() - start, tests_discarded, None, r.note, discarded=discarded,
+                         log_path=log_path)
+    _store(cache, report)
+    return report
+
+
+def _read_pristine(repo: PreparedRepo, rel: str) -> bytes | None:
+    """The repository's own release of a file (the snapshot is the host's, never the agent's)."""
+    p = repo.tree / rel
+    return p.read_bytes() if p.is_file() and not p.is_symlink() else None
+
+
+def _store(cache: Path, report: GradeReport) -> None:
     cache.parent.mkdir(exist_ok=True)
     tmp = cache.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(report.to_dict()))
     os.replace(tmp, cache)
-    return report
 
 
 START_TEST_OUTPUT, END_TEST_OUTPUT = ">>>>> Start Test Output", ">>>>> End Test Output"
@@ -291,8 +412,14 @@ def write_test_log(path: Path, ids: tuple[str, ...], run: RunResult) -> str:
     any marker it prints defused so that output from the code under test can never pose as results.
     """
     output = run.output.replace(">>>>>", ">>>> >")
-    lines = [START_TEST_OUTPUT, *tap_lines(ids, run.statuses), END_TEST_OUTPUT,
-             f"{TEST_EXIT_CODE}: {run.exit_code if run.exit_code is not None else -1}"]
+    passed = bool(ids) and all(run.statuses.get(t, TestStatus.MISSING).ok for t in ids)
+    # The exit status of the selected tests: grading adds must-fail canary tests, so pytest itself exits 1
+    # on an honest run; a run whose statuses were not trusted has every test failed already.
+    code = 0 if passed and not run.tampering else (run.exit_code or 1)
+    lines = [START_TEST_OUTPUT, *tap_lines(ids, run.statuses), END_TEST_OUTPUT, f"{TEST_EXIT_CODE}: {code}",
+             f"pytest exit code (canary tests included): {run.exit_code}"]
+    if run.tampering:
+        lines.append("tampering: " + "; ".join(run.tampering).replace(">>>>>", ">>>> >"))
     if run.infra_failure:
         lines.append(f"infrastructure failure: {run.infra_failure}")
     if run.note:

@@ -257,6 +257,7 @@ class EpisodeResult:
     grade_s: float = 0.0
     infra_failure: str | None = None
     error: str | None = None
+    tampering: list[str] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model_calls: int = 0
@@ -382,6 +383,7 @@ def run_episode(spec: HarnessSpec, agent: Any, agent_name: str, task_id: str, sa
             result.infra_failure = str(info["infra_failure"])
         result.resolved = bool(info.get("resolved")) and not result.infra_failure
         result.resolved_status = report.get("resolved", "RESOLVED_NO")
+        result.tampering = list(info.get("tampering") or report.get("tampering") or [])
         result.grade_s = float(report.get("seconds", 0.0))
         result.model_patch = env.diff()
     except FrogGymError as e:

@@ -247,6 +247,9 @@ def _strip_own_modules(site: Path, dist_name: str) -> None:
             p = site / rel
             if p.is_file() or p.is_symlink():
                 p.unlink()
+        if record.exists():  # its sha256 lines would tell an agent which file was mutated, and confirm a fix
+            kept = [line for line in record.read_text().splitlines() if ".dist-info/" in line.split(",")[0]]
+            record.write_text("".join(f"{line}\n" for line in kept))
         for d in sorted((p for p in site.iterdir() if p.is_dir() and not p.name.endswith(".dist-info")),
                         key=lambda p: p.name):
             if not any(f.is_file() for f in d.rglob("*")):
@@ -481,6 +484,7 @@ def build_venv(spec: RepoSpec, tree: Path) -> Path:
             _run_logged(["bash", "-c", step], log, f"running install step {step!r}", spec, cwd=tree,
                         env={**os.environ, "VIRTUAL_ENV": str(dest), "PATH": f"{dest}/bin:{os.environ['PATH']}"})
         (dest / "frog-build.log").write_text("\n".join(log))
+        (dest / _SCRUBBED).write_text("")
         (dest / _DONE).write_text(venv_key(spec))
         return dest
 
@@ -500,7 +504,25 @@ def prepare(spec: RepoSpec) -> PreparedRepo:
     """
     check_python(spec)
     tree = snapshot_tree(spec)
-    return PreparedRepo(spec, tree, build_venv(spec, tree))
+    venv = build_venv(spec, tree)
+    if spec.install.install_package and not (venv / _SCRUBBED).exists():
+        _scrub_venv(spec, venv)
+    return PreparedRepo(spec, tree, venv)
+
+
+_SCRUBBED = ".frog-scrubbed"
+
+
+def _scrub_venv(spec: RepoSpec, venv: Path) -> None:
+    """Strip a venv built before :func:`_strip_own_modules` also emptied RECORD (once; then marked)."""
+    with _lock(f"venv-{venv.name}"):
+        if (venv / _SCRUBBED).exists():
+            return
+        for site in venv.glob("lib/python*/site-packages"):
+            for info in site.glob("*.dist-info"):
+                if (info / "direct_url.json").exists() and "/wheels/own/" in (info / "direct_url.json").read_text():
+                    _strip_own_modules(site, info.name.split("-")[0])
+        (venv / _SCRUBBED).write_text("")
 
 
 def git_commit_tree(tree: Path, message: str) -> None:

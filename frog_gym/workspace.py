@@ -6,6 +6,11 @@ copy. Resetting it restores only what changed since the last sync (a stat scan, 
 what ``git reset --hard && git clean -fdx`` does, without running git on a tree the agent controlled.
 Diffs are computed here in Python too, for the same reason: a workspace's ``.git/config`` is the
 agent's, and git honours commands written there.
+
+Everything here that touches a workspace treats it as hostile (the agent may have left symlinks, FIFOs or
+deep trees, and swapped them in at any moment): it walks and writes relative to directory file
+descriptors opened with ``O_NOFOLLOW``, never through a path that could cross a symlink, and caps what it
+reads (``changes()`` reads at most :data:`MAX_FILE_BYTES` per file and :data:`MAX_TOTAL_BYTES` in all).
 """
 
 from __future__ import annotations
@@ -29,6 +34,13 @@ from frog_gym.snapshot import PreparedRepo, git_commit_tree
 
 _NOISE_DIRS = {"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache"}
 _MARKER = ".frog-complete"
+MAX_FILE_BYTES = 32 << 20
+"""Largest changed file ``changes()`` reads; a larger one is listed in ``Workspace.skipped``, not read."""
+MAX_TOTAL_BYTES = 64 << 20
+"""Most bytes ``changes()`` reads in all; files past it are listed in ``Workspace.skipped``."""
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+MAX_DEPTH = 64
+"""Deepest folder level walked; deeper entries are never read (their folder is removed at a sync)."""
 
 
 @dataclass(frozen=True)
@@ -44,24 +56,105 @@ def _digest(p: Path) -> str:
     return hashlib.blake2b(p.read_bytes(), digest_size=16).hexdigest()
 
 
-def _walk(root: Path) -> dict[str, os.stat_result]:
-    """Every entry under ``root`` (relative path -> lstat), symlinks not followed."""
-    out: dict[str, os.stat_result] = {}
-    base = str(root)
-    stack = [""]
-    while stack:
-        rel = stack.pop()
+def _open_dir(root_fd: int, rel: str) -> int:
+    """A new fd of the folder ``rel`` under ``root_fd``, every component opened with ``O_NOFOLLOW``.
+
+    Raises OSError (ELOOP, ENOTDIR, ENOENT) when a component is a symlink, not a folder, or missing."""
+    fd = os.dup(root_fd)
+    try:
+        for part in rel.split("/") if rel else ():
+            if part in ("", ".", ".."):
+                raise OSError(f"refusing path component {part!r} in {rel!r}")
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+class _Root:
+    """An open workspace root: fd-relative helpers that never follow a symlink."""
+
+    def __init__(self, path: Path):
+        self.fd = os.open(path, _DIR_FLAGS)
+
+    def __enter__(self) -> _Root:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+    def parent(self, rel: str) -> tuple[int, str]:
+        """(fd of the parent folder, base name); the caller closes the fd."""
+        head, _, name = rel.rpartition("/")
+        return _open_dir(self.fd, head), name
+
+    def lstat(self, rel: str) -> os.stat_result:
+        pfd, name = self.parent(rel)
         try:
-            it = os.scandir(f"{base}/{rel}" if rel else base)
-        except (NotADirectoryError, FileNotFoundError, PermissionError):
-            continue
-        with it:
+            return os.stat(name, dir_fd=pfd, follow_symlinks=False)
+        finally:
+            os.close(pfd)
+
+
+def _rmtree_at(dir_fd: int, name: str) -> None:
+    """Remove ``name`` (a file, link or whole folder) under ``dir_fd`` without following any symlink."""
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(name, dir_fd=dir_fd)
+        return
+    stack = [(os.open(name, _DIR_FLAGS, dir_fd=dir_fd), dir_fd, name)]
+    while stack:
+        fd, parent_fd, dname = stack[-1]
+        sub = None
+        with os.scandir(fd) as it:
             for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    sub = e.name
+                    break
+                os.unlink(e.name, dir_fd=fd)
+        if sub is not None:
+            stack.append((os.open(sub, _DIR_FLAGS, dir_fd=fd), fd, sub))
+            continue
+        stack.pop()
+        os.close(fd)
+        os.rmdir(dname, dir_fd=parent_fd)
+
+
+def _walk(root: Path) -> dict[str, os.stat_result]:
+    """Every entry under ``root`` (relative path -> lstat), symlinks never followed, at most MAX_DEPTH deep."""
+    out: dict[str, os.stat_result] = {}
+    try:
+        top = os.open(root, _DIR_FLAGS)
+    except OSError:
+        return out
+    stack = [("", top)]
+    while stack:
+        rel, fd = stack.pop()
+        try:
+            with os.scandir(fd) as it:
+                entries = list(it)
+            for e in entries:
                 r = f"{rel}/{e.name}" if rel else e.name
-                st = e.stat(follow_symlinks=False)
+                try:
+                    st = os.stat(e.name, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    continue
                 out[r] = st
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append(r)
+                if stat.S_ISDIR(st.st_mode) and r.count("/") < MAX_DEPTH:
+                    try:
+                        stack.append((r, os.open(e.name, _DIR_FLAGS, dir_fd=fd)))
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
     return out
 
 
@@ -107,7 +200,7 @@ def apply_patch(tree: Path, patch: str, what: str) -> None:
 
 def template_for(repo: PreparedRepo, bug_patch: str, label: str) -> Template:
     """The cached starting tree of a task (the snapshot with ``bug_patch`` applied, one git commit)."""
-    key = hashlib.sha256(f"{repo.spec.source.key}\0{bug_patch}".encode()).hexdigest()[:20]
+    key = hashlib.sha256(f"t2\0{repo.spec.source.key}\0{bug_patch}".encode()).hexdigest()[:20]
     base = paths.home() / "templates"
     base.mkdir(exist_ok=True)
     root, man = base / key, base / f"{key}.manifest.json"
@@ -117,7 +210,8 @@ def template_for(repo: PreparedRepo, bug_patch: str, label: str) -> Template:
                 shutil.rmtree(root, ignore_errors=True)
                 with tempfile.TemporaryDirectory(dir=base) as tmp:
                     staged = Path(tmp) / "t"
-                    shutil.copytree(repo.tree, staged, symlinks=True, ignore=shutil.ignore_patterns(_MARKER))
+                    shutil.copytree(repo.tree, staged, symlinks=True,  # shipped bytecode could hold the original
+                                    ignore=shutil.ignore_patterns(_MARKER, "__pycache__", "*.pyc", "*.pyo"))
                     apply_patch(staged, bug_patch, f"the bug patch of {label}")
                     git_commit_tree(staged, f"{repo.spec.name} {repo.spec.source.version or ''}".strip())
                     os.replace(staged, root)
@@ -145,6 +239,7 @@ class Workspace:
         self.path = Path(path)
         self.template: Template | None = None
         self._state: dict[str, tuple] = {}
+        self.skipped: dict[str, str] = {}
 
     def sync(self, template: Template) -> int:
         """Make the workspace identical to ``template``; returns how many entries were rewritten."""
@@ -157,71 +252,104 @@ class Workspace:
             return len(self._state)
         old, want = self.template.manifest, template.manifest
         have = _walk(self.path)
-        base, src_base = str(self.path), str(template.root)
+        src_base = str(template.root)
         touched: list[str] = []
-        # Remove what should not be there (deepest first), or what is of the wrong kind or content.
-        for rel in sorted(have, key=lambda r: r.count("/"), reverse=True):
-            st = have[rel]
-            w = want.get(rel)
-            if w is not None and self._state.get(rel) == _sig(st) and old.get(rel) == w:
-                continue
-            p = f"{base}/{rel}"
-            if stat.S_ISDIR(st.st_mode):
-                if w is not None and w[0] == "d":
-                    if st.st_mode & 0o7777 != w[3]:
-                        os.chmod(p, w[3])
-                        touched.append(rel)
+        with _Root(self.path) as root:
+            # Remove what should not be there (deepest first), or what is of the wrong kind or content.
+            for rel in sorted(have, key=lambda r: r.count("/"), reverse=True):
+                st = have[rel]
+                w = want.get(rel)
+                if w is not None and self._state.get(rel) == _sig(st) and old.get(rel) == w:
                     continue
-                shutil.rmtree(p, ignore_errors=True)
-            else:
-                os.unlink(p)
-            have.pop(rel)
-            touched.append(rel)
-        # Create what is missing, parents first.
-        for rel in sorted(want.keys() - have.keys(), key=lambda r: r.count("/")):
-            p = f"{base}/{rel}"
-            if os.path.lexists(p):  # under a folder restored above
-                continue
-            kind = want[rel][0]
-            if kind == "d":
-                os.mkdir(p)
-                os.chmod(p, want[rel][3])
-            elif kind == "l":
-                os.symlink(want[rel][2], p)
-            else:
-                shutil.copy2(f"{src_base}/{rel}", p)
-            touched.append(rel)
-        if touched:  # re-record only what changed; a removed folder's children are gone from the state
-            gone = {r for r in touched if r not in want}
-            self._state = {r: v for r, v in self._state.items()
-                           if r in want and not any(r == g or r.startswith(g + "/") for g in gone)}
-            for rel in touched:
-                if rel in want:
-                    self._state[rel] = _sig(os.lstat(f"{base}/{rel}"))
-                    if want[rel][0] == "d":
-                        self._state.update({f"{rel}/{r}": _sig(st) for r, st in _walk(self.path / rel).items()})
+                try:
+                    pfd, name = root.parent(rel)
+                except OSError:  # an ancestor is gone or was swapped; it is handled at its own level
+                    continue
+                try:
+                    if stat.S_ISDIR(st.st_mode) and w is not None and w[0] == "d":
+                        if st.st_mode & 0o7777 != w[3]:
+                            dfd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
+                            try:
+                                os.fchmod(dfd, w[3])
+                            finally:
+                                os.close(dfd)
+                            touched.append(rel)
+                        continue
+                    _rmtree_at(pfd, name)
+                finally:
+                    os.close(pfd)
+                have.pop(rel)
+                touched.append(rel)
+            # Create what is missing, parents first.
+            for rel in sorted(want.keys() - have.keys(), key=lambda r: r.count("/")):
+                pfd, name = root.parent(rel)
+                try:
+                    try:
+                        os.stat(name, dir_fd=pfd, follow_symlinks=False)
+                        continue  # under a folder restored above
+                    except FileNotFoundError:
+                        pass
+                    kind = want[rel][0]
+                    if kind == "d":
+                        os.mkdir(name, 0o700, dir_fd=pfd)
+                        dfd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
+                        try:
+                            os.fchmod(dfd, want[rel][3])
+                        finally:
+                            os.close(dfd)
+                    elif kind == "l":
+                        os.symlink(want[rel][2], name, dir_fd=pfd)
+                    else:
+                        _copy_in(f"{src_base}/{rel}", pfd, name)
+                finally:
+                    os.close(pfd)
+                touched.append(rel)
+            if touched:  # re-record only what changed; a removed folder's children are gone from the state
+                gone = {r for r in touched if r not in want}
+                self._state = {r: v for r, v in self._state.items()
+                               if r in want and not any(r == g or r.startswith(g + "/") for g in gone)}
+                for rel in touched:
+                    if rel in want:
+                        self._state[rel] = _sig(root.lstat(rel))
+                        if want[rel][0] == "d":
+                            self._state.update({f"{rel}/{r}": _sig(st)
+                                                for r, st in _walk(self.path / rel).items()})
         self.template = template
         return len(touched)
 
     def changes(self) -> list[Change]:
-        """Files that differ from the starting state (noise such as ``.git`` and bytecode ignored)."""
+        """Files that differ from the starting state (noise such as ``.git`` and bytecode ignored).
+
+        Reads through ``O_NOFOLLOW`` descriptors, at most :data:`MAX_FILE_BYTES` per file and
+        :data:`MAX_TOTAL_BYTES` in all; what it did not read is listed in :attr:`skipped` (path -> why)."""
         assert self.template is not None, "sync() first"
         man, root = self.template.manifest, self.template.root
         out: list[Change] = []
+        self.skipped: dict[str, str] = {}
+        budget = MAX_TOTAL_BYTES
         have = _walk(self.path)
-        for rel, st in sorted(have.items()):
-            if _is_noise(rel) or not stat.S_ISREG(st.st_mode):
-                continue
-            w = man.get(rel)
-            if self._state.get(rel) == _sig(st) and w is not None:
-                continue
-            new = (self.path / rel).read_bytes()
-            if w is not None and w[0] == "f":
-                old = (root / rel).read_bytes()
-                if old != new:
-                    out.append(Change(rel, old, new))
-            else:
-                out.append(Change(rel, None, new))
+        with _Root(self.path) as ws:
+            for rel, st in sorted(have.items()):
+                if _is_noise(rel) or not stat.S_ISREG(st.st_mode):
+                    continue
+                w = man.get(rel)
+                if self._state.get(rel) == _sig(st) and w is not None:
+                    continue
+                if st.st_size > min(MAX_FILE_BYTES, budget):
+                    self.skipped[rel] = (f"{st.st_size:,} bytes: over the {MAX_FILE_BYTES >> 20} MiB limit of one "
+                                         f"file or the {MAX_TOTAL_BYTES >> 20} MiB limit of all changes")
+                    continue
+                new = _read_at(ws, rel, min(MAX_FILE_BYTES, budget))
+                if new is None:
+                    self.skipped[rel] = "not a regular file when read, or larger than the limit"
+                    continue
+                budget -= len(new)
+                if w is not None and w[0] == "f":
+                    old = (root / rel).read_bytes()
+                    if old != new:
+                        out.append(Change(rel, old, new))
+                else:
+                    out.append(Change(rel, None, new))
         for rel, w in sorted(man.items()):
             if w[0] == "f" and not _is_noise(rel) and not (rel in have and stat.S_ISREG(have[rel].st_mode)):
                 out.append(Change(rel, (root / rel).read_bytes(), None))
@@ -233,17 +361,111 @@ class Workspace:
         self._state = {}
 
 
+def _copy_in(src: str, dir_fd: int, name: str) -> None:
+    """Copy the host file ``src`` to a new file ``name`` under ``dir_fd`` (mode and mtime kept)."""
+    st = os.stat(src)
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    try:
+        with open(src, "rb") as f:
+            while chunk := f.read(1 << 20):
+                os.write(fd, chunk)
+        os.fchmod(fd, stat.S_IMODE(st.st_mode))
+        os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+    finally:
+        os.close(fd)
+
+
+def _read_at(root: _Root, rel: str, limit: int) -> bytes | None:
+    """A regular file's bytes through O_NOFOLLOW descriptors; None if it is anything else or over ``limit``."""
+    try:
+        pfd, name = root.parent(rel)
+    except OSError:
+        return None
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=pfd)
+    except OSError:
+        return None
+    finally:
+        os.close(pfd)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, n = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            n += len(chunk)
+            if n > limit:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _parent_for_write(root: _Root, rel: str) -> tuple[int, str]:
+    """The parent folder of ``rel`` (made where missing, never through a symlink) and the base name."""
+    head, _, name = rel.rpartition("/")
+    fd = os.dup(root.fd)
+    try:
+        for part in head.split("/") if head else ():
+            if part in ("", ".", ".."):
+                raise OSError(f"refusing path component {part!r} in {rel!r}")
+            try:
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, name
+
+
 def write_changes(root: Path, changes: list[Change]) -> None:
-    """Apply ``changes`` to a synced tree (grading's fresh copy)."""
-    for c in changes:
-        p = root / c.path
-        if c.new is None:
-            p.unlink(missing_ok=True)
-        else:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            if p.is_symlink():
-                p.unlink()
-            p.write_bytes(c.new)
+    """Apply ``changes`` to a synced tree (grading's fresh copy), never following a symlink in it."""
+    with _Root(root) as r:
+        for c in changes:
+            pfd, name = _parent_for_write(r, c.path)
+            try:
+                mode = 0o644
+                try:
+                    st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode):
+                        mode = stat.S_IMODE(st.st_mode)
+                    if stat.S_ISDIR(st.st_mode):
+                        _rmtree_at(pfd, name)
+                    else:
+                        os.unlink(name, dir_fd=pfd)
+                except FileNotFoundError:
+                    pass
+                if c.new is not None:
+                    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                                 dir_fd=pfd)
+                    try:
+                        view = memoryview(c.new)
+                        while view:
+                            view = view[os.write(fd, view):]
+                    finally:
+                        os.close(fd)
+            finally:
+                os.close(pfd)
+
+
+def append_file(root: Path, rel: str, data: bytes) -> None:
+    """Append ``data`` to the regular file ``rel`` of a host tree, never following a symlink."""
+    with _Root(root) as r:
+        pfd, name = r.parent(rel)
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+        finally:
+            os.close(pfd)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(f"{rel} is not a regular file")
+            os.write(fd, data)
+        finally:
+            os.close(fd)
 
 
 def diff_text(changes: list[Change]) -> str:

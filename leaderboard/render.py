@@ -62,6 +62,7 @@ class Row:
     mean_steps: float
     mean_wall_s: float
     mean_tokens: float
+    tampering: int = 0
 
     @property
     def rate(self) -> float:
@@ -120,7 +121,8 @@ def score(agent: str, results: list[EpisodeResult]) -> Row:
                tasks=len({r.task_id for r in results}), ci=wilson(solved, n), pass_at=pass_at,
                tiers=_split(tiers), repos=_split(repos), mean_steps=mean([r.steps for r in scored]),
                mean_wall_s=mean([r.wall_s for r in scored]),
-               mean_tokens=mean([r.prompt_tokens + r.completion_tokens for r in scored]))
+               mean_tokens=mean([r.prompt_tokens + r.completion_tokens for r in scored]),
+               tampering=sum(1 for r in scored if r.tampering))
 
 
 def table(results: list[EpisodeResult]) -> Table:
@@ -247,14 +249,14 @@ def _columns(t: Table) -> tuple[list[int], list[str], list[str]]:
 def _main_rows(t: Table) -> tuple[list[str], list[list[str]]]:
     ks, _, _ = _columns(t)
     head = ["#", "agent", "solve rate", "95% CI", "solved / scored"] + [f"pass@{k}" for k in ks] + [
-        "infra failures (not counted)", "steps", "s / episode", "tokens / episode"]
+        "infra failures (not counted)", "tampering caught (scored 0)", "steps", "s / episode", "tokens / episode"]
     body = []
     for i, r in enumerate(t.ranked + t.references, 1):
         rank = str(i) if r.ranked else "ref."
         name = r.agent if r.ranked else f"{r.agent} (reads the gold patch; never ranked)"
         body.append([rank, name, _pct(r.rate), f"{_pct(r.ci[0])} – {_pct(r.ci[1])}", f"{r.solved} / {r.scored}"]
                     + [_pct(r.pass_at[k]) if k in r.pass_at else "–" for k in ks]
-                    + [str(r.infra_failures), f"{r.mean_steps:.1f}", f"{r.mean_wall_s:.0f}",
+                    + [str(r.infra_failures), str(r.tampering), f"{r.mean_steps:.1f}", f"{r.mean_wall_s:.0f}",
                        f"{r.mean_tokens:.0f}"])
     return head, body
 

@@ -12,12 +12,46 @@ each collection error), the exception type, its one-line message and the failure
 With ``FROG_REPEAT=k`` (k > 1) every selected test runs k times in a row (its fixtures set up anew each
 time); ``"tests"`` holds the first pass and ``"passes"`` one status map per pass (generators use it to
 check that a bug's failures repeat without paying for more pytest processes).
+
+Grading authenticates the report: with ``FROG_KEY_FIFO`` set, the plugin reads a 64-character key from that
+FIFO when it is imported (``-p`` loads it before any code of the package under test can run) and signs
+the report with it (HMAC-SHA256 of the canonical JSON, key ``"signature"``), so a report written by anything
+else fails verification. ``$FROG_SELECT`` may then be ``{"ids": [...], "canaries": [...]}``: the canaries are
+selected too and run last, so that a must-fail canary can't stop the run early.
 """
 
+import hashlib
+import hmac
 import json
 import os
 
+
+def _signer():
+    path = os.environ.pop("FROG_KEY_FIFO", "")
+    if not path:
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    key = b""
+    try:
+        while len(key) < 64:
+            chunk = os.read(fd, 64 - len(key))
+            if not chunk:
+                break
+            key += chunk
+    finally:
+        os.close(fd)
+
+    def sign(body):
+        text = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+        return hmac.new(key, text, hashlib.sha256).hexdigest()
+
+    return sign
+
+
+_sign = _signer()
+
 _selected = None
+_canaries = set()
 _repeat = 1
 _pass = 0
 _passes = [{}]
@@ -37,20 +71,29 @@ def _detail(report, exc_type):
 
 
 def pytest_configure(config):
-    global _selected, _repeat, _passes
+    global _selected, _repeat, _passes, _canaries
     _repeat = max(1, int(os.environ.get("FROG_REPEAT", "1") or 1))
     _passes[1:] = [{} for _ in range(_repeat - 1)]
     path = os.environ.get("FROG_SELECT")
     if path:
         with open(path, encoding="utf-8") as f:
-            _selected = set(json.load(f))
+            chosen = json.load(f)
+        if isinstance(chosen, dict):
+            _canaries = set(chosen.get("canaries", ()))
+            chosen = list(chosen.get("ids", ())) + sorted(_canaries)
+        _selected = set(chosen)
 
 
 def pytest_collection_modifyitems(session, config, items):
     if _selected is None:
         return
-    keep = [i for i in items if i.nodeid in _selected]
-    drop = [i for i in items if i.nodeid not in _selected]
+    def canary(i):  # an autouse fixture with params gives every test, canaries included, an id suffix
+        return i.nodeid.split("[", 1)[0] in _canaries
+
+    keep = [i for i in items if i.nodeid in _selected or canary(i)]
+    keep.sort(key=canary)  # stable: canaries last, the rest in collection order
+    kept = set(id(i) for i in keep)
+    drop = [i for i in items if id(i) not in kept]
     if drop:
         config.hook.pytest_deselected(items=drop)
     items[:] = keep
@@ -140,5 +183,7 @@ def pytest_sessionfinish(session, exitstatus):
             out["details"] = _details
         if _repeat > 1:
             out["passes"] = [{nodeid: _status(p) for nodeid, p in ps.items()} for ps in _passes]
+        if _sign is not None:
+            out["signature"] = _sign(out)
         json.dump(out, f)
     os.replace(tmp, path)
