@@ -253,19 +253,19 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
             raise ValueError("not an object")
     except (OSError, ValueError):
         note = f"pytest wrote no report (exit code {exit_code}); every selected test counts as failed"
-        return RunResult(statuses, exit_code, note + "\n" + output[-2000:], seconds=seconds)
+        return RunResult(statuses, exit_code, note + "\n" + output[-2000:], seconds=seconds, output=output)
     if key is not None and not verify(key, report):
         reason = ("the test report is not signed by the grading plugin: something in the test process wrote it "
                   "(every selected test counts as failed)")
-        return RunResult(statuses, exit_code, reason, seconds=seconds, tampering=[reason])
+        return RunResult(statuses, exit_code, reason, seconds=seconds, tampering=[reason], output=output)
     if canaries is not None:
         flags = canaries.verdict(report.get("tests", {}), exit_code)
         if flags:
-            return RunResult(statuses, exit_code, "; ".join(flags), seconds=seconds, tampering=flags)
+            return RunResult(statuses, exit_code, "; ".join(flags), seconds=seconds, tampering=flags, output=output)
     if report.get("exitstatus") != exit_code:
         note = (f"the report says exit status {report.get('exitstatus')} but pytest exited with "
                 f"{exit_code}; the report is not trusted")
-        return RunResult(statuses, exit_code, note, seconds=seconds)
+        return RunResult(statuses, exit_code, note, seconds=seconds, output=output)
 
     def parse(tests: dict[str, str]) -> dict[str, TestStatus]:
         out = dict.fromkeys(ids or (), TestStatus.MISSING)
@@ -286,7 +286,8 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
         statuses = {t: TestStatus.FAILED for t in statuses}
         passes = [statuses for _ in passes]
     return RunResult(statuses, exit_code, note, None, report.get("details", {}), report.get("collect_errors", []),
-                     seconds, passes, float(report.get("cpu_seconds", 0.0)), output, int(report.get("collected", 0)))
+                     seconds, passes, float(report.get("cpu_seconds", 0.0)), output=output,
+                     collected=int(report.get("collected", 0)))
 
 
 def patch_files(patch: str) -> frozenset[str]:
