@@ -334,6 +334,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     if use_cache and cache.exists() and cache.with_suffix(".log").exists():  # a grade keeps its raw log
         report = GradeReport.from_dict(json.loads(cache.read_text()))
         report.cached, report.discarded_test_edits, report.discarded = True, tests_discarded, discarded
+        report.log_path = str(cache.with_suffix(".log"))  # the log of the grade this cache entry records
         return report
     start = time.monotonic()
     f2p_fail = {"success": [], "failure": list(task.FAIL_TO_PASS)}
