@@ -8,7 +8,7 @@ import sys
 
 from frog_gym import __version__
 from frog_gym.commands import COMMANDS
-from frog_gym.errors import FrogGymError
+from frog_gym.errors import FrogGymError, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args._run(args) or 0)
+    except UsageError as e:
+        print(f"frog-gym {args.command}: error: {e}", file=sys.stderr)
+        return 2
     except FrogGymError as e:
         print(f"frog-gym {args.command}: error: {e}", file=sys.stderr)
         return 1

@@ -14,6 +14,11 @@ class FrogGymError(Exception):
     """Base class of frog-gym's own errors."""
 
 
+class UsageError(FrogGymError):
+    """A command was called wrongly: a missing or malformed input file, an output path of the wrong kind, a
+    name that matches nothing. The CLI prints the message as one line and exits 2."""
+
+
 class SpecError(FrogGymError):
     """A repository spec or task record is malformed. The message names the file and the field."""
 

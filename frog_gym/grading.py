@@ -76,6 +76,8 @@ class GradeReport:
     cached: bool = False
     discarded: dict[str, str] = field(default_factory=dict)
     tampering: list[str] = field(default_factory=list)
+    log_path: str = ""
+    """The raw test log of this grade (see :func:`write_test_log`), under ``$FROG_GYM_HOME/grades``."""
 
     @property
     def is_resolved(self) -> bool:
@@ -146,6 +148,8 @@ class RunResult:
     passes: list[dict[str, TestStatus]] = field(default_factory=list)
     cpu_seconds: float = 0.0
     tampering: list[str] = field(default_factory=list)
+    output: str = ""
+    collected: int = 0
 
 
 def run_selected(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeout: float,
@@ -249,19 +253,19 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
             raise ValueError("not an object")
     except (OSError, ValueError):
         note = f"pytest wrote no report (exit code {exit_code}); every selected test counts as failed"
-        return RunResult(statuses, exit_code, note + "\n" + output[-2000:], seconds=seconds)
+        return RunResult(statuses, exit_code, note + "\n" + output[-2000:], seconds=seconds, output=output)
     if key is not None and not verify(key, report):
         reason = ("the test report is not signed by the grading plugin: something in the test process wrote it "
                   "(every selected test counts as failed)")
-        return RunResult(statuses, exit_code, reason, seconds=seconds, tampering=[reason])
+        return RunResult(statuses, exit_code, reason, seconds=seconds, tampering=[reason], output=output)
     if canaries is not None:
         flags = canaries.verdict(report.get("tests", {}), exit_code, report.get("collect_errors", []))
         if flags:
-            return RunResult(statuses, exit_code, "; ".join(flags), seconds=seconds, tampering=flags)
+            return RunResult(statuses, exit_code, "; ".join(flags), seconds=seconds, tampering=flags, output=output)
     if report.get("exitstatus") != exit_code:
         note = (f"the report says exit status {report.get('exitstatus')} but pytest exited with "
                 f"{exit_code}; the report is not trusted")
-        return RunResult(statuses, exit_code, note, seconds=seconds)
+        return RunResult(statuses, exit_code, note, seconds=seconds, output=output)
 
     def parse(tests: dict[str, str]) -> dict[str, TestStatus]:
         out = dict.fromkeys(ids or (), TestStatus.MISSING)
@@ -282,7 +286,8 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
         statuses = {t: TestStatus.FAILED for t in statuses}
         passes = [statuses for _ in passes]
     return RunResult(statuses, exit_code, note, None, report.get("details", {}), report.get("collect_errors", []),
-                     seconds, passes, float(report.get("cpu_seconds", 0.0)))
+                     seconds, passes, float(report.get("cpu_seconds", 0.0)), output=output,
+                     collected=int(report.get("collected", 0)))
 
 
 def patch_files(patch: str) -> frozenset[str]:
@@ -327,9 +332,10 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         h.update(f"\0{c.path}\0".encode())
         h.update(hashlib.sha256(c.new).digest() if c.new is not None else b"<deleted>")
     cache = paths.home() / "grades" / f"{h.hexdigest()[:32]}.json"
-    if use_cache and cache.exists():
+    if use_cache and cache.exists() and cache.with_suffix(".log").exists():  # a grade keeps its raw log
         report = GradeReport.from_dict(json.loads(cache.read_text()))
         report.cached, report.discarded_test_edits, report.discarded = True, tests_discarded, discarded
+        report.log_path = str(cache.with_suffix(".log"))  # the log of the grade this cache entry records
         return report
     start = time.monotonic()
     f2p_fail = {"success": [], "failure": list(task.FAIL_TO_PASS)}
@@ -339,6 +345,8 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         report = GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, None, time.monotonic() - start,
                              tests_discarded, None, "the changes were not run: " + "; ".join(flags[:3]),
                              discarded=discarded, tampering=flags)
+        report.log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests,
+                                         RunResult({}, None, report.note, tampering=flags))
         _store(cache, report)
         return report
     scratch.sync(template)
@@ -350,17 +358,20 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     append_file(scratch.path, target, canaries.source.encode())
     r = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend, canaries=canaries,
                   authenticate=True, protect=repo.spec.tests.paths)
+    log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, r)
     if r.infra_failure:
         return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,
-                           tests_discarded, r.infra_failure, r.note, discarded=discarded)
+                           tests_discarded, r.infra_failure, r.note, discarded=discarded, log_path=log_path)
     if r.tampering:
         report = GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,
-                             tests_discarded, None, r.note, discarded=discarded, tampering=r.tampering)
+                             tests_discarded, None, r.note, discarded=discarded, tampering=r.tampering,
+                             log_path=log_path)
         _store(cache, report)
         return report
     resolved, f2p, p2p = judge(task, r.statuses)
     report = GradeReport(resolved, {t: s.value for t, s in r.statuses.items()}, f2p, p2p, r.exit_code,
-                         time.monotonic() - start, tests_discarded, None, r.note, discarded=discarded)
+                         time.monotonic() - start, tests_discarded, None, r.note, discarded=discarded,
+                         log_path=log_path)
     _store(cache, report)
     return report
 
@@ -376,3 +387,48 @@ def _store(cache: Path, report: GradeReport) -> None:
     tmp = cache.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(report.to_dict()))
     os.replace(tmp, cache)
+
+
+START_TEST_OUTPUT, END_TEST_OUTPUT = ">>>>> Start Test Output", ">>>>> End Test Output"
+TEST_EXIT_CODE = ">>>>> Test Exit Code"
+"""SWE-bench's log markers (``swebench.harness.constants``): its grading reads only what lies between the
+first two, and the test command's exit status from the first line that starts with the third."""
+
+
+def tap_lines(ids: tuple[str, ...], statuses: dict[str, TestStatus]) -> list[str]:
+    """Per-test results as TAP lines, ``ok N id`` when the test counts as passing, else ``not ok N id``.
+
+    SWE-bench's ``parse_log_tap`` keeps the whole rest of the line as the id, so ids with spaces survive
+    (its pytest parser cuts them at the first space); a test with no status is ``not ok``.
+
+    >>> tap_lines(("t.py::test_a[a b]", "t.py::test_b"), {"t.py::test_a[a b]": TestStatus.PASSED})
+    ['ok 1 t.py::test_a[a b]', 'not ok 2 t.py::test_b']
+    """
+    return [f"{'ok' if statuses.get(t, TestStatus.MISSING).ok else 'not ok'} {n} {t}" for n, t in enumerate(ids, 1)]
+
+
+def write_test_log(path: Path, ids: tuple[str, ...], run: RunResult) -> str:
+    """Keep a grading run's raw test log at ``path`` (host side, where no sandbox can reach); returns its path.
+
+    The log reads the way SWE-bench's grading reads an eval log: the per-test results between its markers
+    (:func:`tap_lines`, parsed by ``parse_log_tap``), pytest's exit code, then pytest's own output, with
+    any marker it prints defused so that output from the code under test can never pose as results.
+    """
+    output = run.output.replace(">>>>>", ">>>> >")
+    passed = bool(ids) and all(run.statuses.get(t, TestStatus.MISSING).ok for t in ids)
+    # The exit status of the selected tests: grading adds must-fail canary tests, so pytest itself exits 1
+    # on an honest run; a run whose statuses were not trusted has every test failed already.
+    code = 0 if passed and not run.tampering else (run.exit_code or 1)
+    lines = [START_TEST_OUTPUT, *tap_lines(ids, run.statuses), END_TEST_OUTPUT, f"{TEST_EXIT_CODE}: {code}",
+             f"pytest exit code (canary tests included): {run.exit_code}"]
+    if run.tampering:
+        lines.append("tampering: " + "; ".join(run.tampering).replace(">>>>>", ">>>> >"))
+    if run.infra_failure:
+        lines.append(f"infrastructure failure: {run.infra_failure}")
+    if run.note:
+        lines.append(f"note: {run.note.replace('>>>>>', '>>>> >')}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text("\n".join([*lines, "pytest output:", output]) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return str(path)

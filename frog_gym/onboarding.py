@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 import tomli_w
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from frog_gym import paths
 from frog_gym.errors import FrogGymError, HashMismatchError, RefusedError, SourceError
-from frog_gym.grading import TestStatus, run_selected
+from frog_gym.grading import TestStatus, run_tests
 from frog_gym.sandbox import Limits, make_sandbox
 from frog_gym.snapshot import (PreparedRepo, download_sdist, fetch_sdist, prepare, resolve_lock, sha256_file,
                                snapshot_tree, venv_key)
@@ -158,12 +159,17 @@ def resolve_commit(url: str, ref: str) -> str:
 
 
 def read_metadata(tree: Path) -> dict[str, str]:
-    """``summary``, ``license`` (SPDX where recognisable) and ``requires_python`` of a source tree, from its
+    """``summary``, ``license`` (SPDX where recognisable), ``requires_python`` and ``repository`` (GitHub
+    ``owner/name``, from the project URLs) of a source tree, from its
     PKG-INFO (sdists) or pyproject.toml (git trees); missing values are empty strings."""
-    out = {"summary": "", "license": "", "requires_python": ""}
+    out = {"summary": "", "license": "", "requires_python": "", "repository": ""}
     if (tree / "PKG-INFO").is_file():
         msg = email.parser.Parser().parsestr((tree / "PKG-INFO").read_text(encoding="utf-8", errors="replace"))
         out["summary"] = (msg.get("Summary") or "").strip()
+        urls = " ".join([msg.get("Home-page") or "", *(msg.get_all("Project-URL") or [])])
+        found = sorted(set(re.findall(r"github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?(?=[/#\s]|$)", urls)))
+        found = [f for f in found if not f.startswith("sponsors/")]
+        out["repository"] = found[0] if len(found) == 1 else ""
         out["requires_python"] = (msg.get("Requires-Python") or "").strip()
         lic = (msg.get("License-Expression") or "").strip()
         short = (msg.get("License") or "").strip()
@@ -242,15 +248,94 @@ def infer_exclude(tree: Path, mutable: list[str]) -> list[str]:
     return out
 
 
+def project(req: str) -> str:
+    """The canonical project name of a requirement string: ``project("Tornado>=6.0") == "tornado"``."""
+    return canonicalize_name(re.split(r"[<>=!~;\[ ]", req.strip(), maxsplit=1)[0])
+
+
+TEST_EXTRAS = ("test", "tests", "testing")
+"""The extras and dependency groups whose requirements ``add`` installs for the tests."""
+
+
+def declared_test_requires(tree: Path, package: str = "") -> tuple[list[str], list[str]]:
+    """The test requirements a source declares, and where: extras (or PEP 735 dependency groups) named
+    ``test``, ``tests`` or ``testing`` in PKG-INFO, pyproject.toml, setup.cfg or a literal ``extras_require``
+    of setup.py. pytest itself is left out (the registry pins its own), and so is the package itself.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "setup.cfg").write_text("[options.extras_require]\\ntest =\\n    pytest>=7\\n    tornado>=6.0\\n")
+    >>> declared_test_requires(d)
+    (['tornado>=6.0'], ['setup.cfg [options.extras_require] test'])
+    """
+    import ast
+    import configparser
+
+    found: list[tuple[str, list[str]]] = []
+    if (tree / "PKG-INFO").is_file():
+        msg = email.parser.Parser().parsestr((tree / "PKG-INFO").read_text(encoding="utf-8", errors="replace"))
+        for extra in TEST_EXTRAS:
+            reqs = []
+            for r in msg.get_all("Requires-Dist") or []:
+                try:
+                    req = Requirement(r)
+                except InvalidRequirement:
+                    continue
+                if req.marker is not None and re.search(rf"""extra\s*==\s*['"]{extra}['"]""", r) \
+                        and req.marker.evaluate({"extra": extra}):
+                    req.marker = None  # it held for this interpreter and this extra
+                    reqs.append(str(req))
+            if reqs:
+                found.append((f"PKG-INFO extra {extra}", reqs))
+    if not found and (tree / "pyproject.toml").is_file():
+        try:
+            doc = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            doc = {}
+        tables = (("[project.optional-dependencies]", doc.get("project", {}).get("optional-dependencies", {})),
+                  ("[dependency-groups]", doc.get("dependency-groups", {})))
+        for where, table in tables:
+            for extra in TEST_EXTRAS:
+                reqs = [r for r in table.get(extra, []) if isinstance(r, str)] if isinstance(table, dict) else []
+                if reqs:
+                    found.append((f"pyproject.toml {where} {extra}", reqs))
+    if not found and (tree / "setup.cfg").is_file():
+        cfg = configparser.ConfigParser(interpolation=None)
+        try:
+            cfg.read(tree / "setup.cfg", encoding="utf-8")
+            extras = cfg["options.extras_require"] if cfg.has_section("options.extras_require") else {}
+        except configparser.Error:
+            extras = {}
+        for extra in TEST_EXTRAS:
+            reqs = [ln.strip() for ln in extras.get(extra, "").splitlines() if ln.strip()]
+            if reqs:
+                found.append((f"setup.cfg [options.extras_require] {extra}", reqs))
+    if not found and (tree / "setup.py").is_file():
+        try:
+            module = ast.parse((tree / "setup.py").read_text(encoding="utf-8", errors="replace"))
+        except SyntaxError:
+            module = None
+        for node in ast.walk(module) if module else ():
+            if isinstance(node, ast.keyword) and node.arg == "extras_require":
+                try:
+                    extras = ast.literal_eval(node.value)
+                except ValueError:  # not a literal: not readable without running setup.py
+                    continue
+                for extra in TEST_EXTRAS:
+                    reqs = list(extras.get(extra, [])) if isinstance(extras, dict) else []
+                    if reqs:
+                        found.append((f"setup.py extras_require {extra}", [str(r) for r in reqs]))
+    own = {project(package)} if package else set()
+    skip = {project(r) for r in DEFAULT_REQUIRES} | own
+    reqs = [r for _, rs in found for r in rs if project(r) not in skip]
+    return list(dict.fromkeys(reqs)), [w for w, _ in found]
+
+
 def merge_requires(extra: list[str] | tuple[str, ...]) -> list[str]:
     """The default test runner pins plus ``extra``; a pin of the same project in ``extra`` wins.
 
     >>> merge_requires(["pytest==8.3.5", "pygments"])
     ['pytest-timeout==2.4.0', 'pytest==8.3.5', 'pygments']
     """
-    def project(req: str) -> str:
-        return canonicalize_name(re.split(r"[<>=!~;\[ ]", req, maxsplit=1)[0])
-
     given = {project(r) for r in extra}
     return [r for r in DEFAULT_REQUIRES if project(r) not in given] + list(extra)
 
@@ -315,7 +400,8 @@ def run_suite(repo: PreparedRepo, budget: float) -> tuple[dict[str, TestStatus],
     try:
         shutil.copytree(repo.tree, work, symlinks=True)
         start = time.monotonic()
-        statuses, code, note, infra = run_selected(repo, work, None, budget + 15)
+        run = run_tests(repo, work, None, budget + 15, details=True)
+        statuses, code, note, infra = run.statuses, run.exit_code, run.note, run.infra_failure
         seconds = time.monotonic() - start
         if infra and "timed out" in infra:
             raise RefusedError(f"'{name}': the full suite did not finish within its budget of {budget:.0f} s. "
@@ -326,6 +412,11 @@ def run_suite(repo: PreparedRepo, budget: float) -> tuple[dict[str, TestStatus],
         if seconds > budget:
             raise RefusedError(f"'{name}': the full suite took {seconds:.0f} s, over its budget of {budget:.0f} s. "
                                f"Deselect slow tests or raise --budget.")
+        if not statuses and run.collect_errors:
+            raise RefusedError(f"'{name}': pytest collected {run.collected} test(s) but stopped on "
+                               f"{len(run.collect_errors)} collection error(s): {_import_errors(run)}. Add the "
+                               f"missing test dependencies (--requires NAME), or leave those files out "
+                               f"(--pytest-arg=--ignore=PATH).")
         if not statuses:
             raise RefusedError(f"'{name}': no test collected from {', '.join(repo.spec.tests.paths)} (pytest exit "
                                f"{code}). pytest said:\n{_collect_output(repo, work)}\nFix the test paths (--tests), "
@@ -334,6 +425,17 @@ def run_suite(repo: PreparedRepo, budget: float) -> tuple[dict[str, TestStatus],
         return statuses, seconds
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _import_errors(run: Any) -> str:
+    """``path: ExcType: message`` for each collection error, the first three in full."""
+    parts = []
+    for nodeid in run.collect_errors[:3]:
+        d = run.details.get(nodeid, {})
+        message = re.sub(r"^E\s+", "", (d.get("message") or d.get("exc_type") or "error").strip())
+        parts.append(f"{nodeid or '<session>'}: {message}")
+    more = len(run.collect_errors) - 3
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
 def measure(repo: PreparedRepo, runs: int, budget: float, progress: Progress = _noop) -> Baseline:
@@ -460,6 +562,8 @@ def add(source: str, opts: AddOptions, progress: Progress = _noop) -> AddResult:
         table = {"git": src.url, "commit": resolve_commit(src.url, src.ref)}
     tree = snapshot_tree(parse_repo({"name": name, "source": table, "tests": {"paths": ["."]}}, str(out)))
     meta = read_metadata(tree)
+    if meta["repository"]:
+        table["repository"] = meta["repository"]
     requires_python = meta["requires_python"]
     try:
         SpecifierSet(requires_python)
@@ -477,7 +581,11 @@ def add(source: str, opts: AddOptions, progress: Progress = _noop) -> AddResult:
     mutable = list(opts.mutable if opts.mutable is not None else infer_mutable(tree, import_paths))
     install_package = (opts.install_package if opts.install_package is not None
                        else any((tree / f).is_file() for f in ("pyproject.toml", "setup.py", "setup.cfg")))
-    requires = merge_requires(opts.requires)
+    declared, where = declared_test_requires(tree, src.name if src.kind == "pypi" else name)
+    given = {project(r) for r in opts.requires}
+    requires = merge_requires([*(r for r in declared if project(r) not in given), *opts.requires])
+    if declared:
+        progress(f"{name}: test requirements declared in {', '.join(where)}: {', '.join(declared)}", 1, total)
     progress(f"{name}: locking {len(requires)} test requirement(s)", 1, total)
     release = f"{src.name}=={src.version}" if src.kind == "pypi" else ""
     lock = resolve_lock(requires, tree if install_package else None, f"'{name}'",

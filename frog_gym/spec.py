@@ -45,6 +45,14 @@ def _commit(v: str) -> str | None:
     return None if _COMMIT.match(v) else f"expected a full 40-hex-digit commit id, got {v!r}"
 
 
+def _owner_name(v: str) -> str | None:
+    return None if re.fullmatch(r"[\w.-]+/[\w.-]+", v) else f"expected 'owner/name', e.g. 'pallets/flask', got {v!r}"
+
+
+def _date(v: str) -> str | None:
+    return None if re.fullmatch(r"\d{4}-\d\d-\d\d", v) else f"expected a date YYYY-MM-DD, got {v!r}"
+
+
 def _relpaths(v: list[str]) -> str | None:
     for p in v:
         if p.startswith("/") or ".." in Path(p).parts:
@@ -58,6 +66,10 @@ SOURCE_SCHEMA = {
     "sha256": Field(str, required=False, check=_sha, doc="sha256 of the sdist archive (with pypi)"),
     "git": Field(str, required=False, doc="git URL or local path (instead of pypi)"),
     "commit": Field(str, required=False, check=_commit, doc="full commit id (with git)"),
+    "repository": Field(str, required=False, default="", check=_owner_name,
+                        doc="the upstream repository as 'owner/name' (SWE-bench's repo field)"),
+    "released": Field(str, required=False, default="", check=_date,
+                      doc="release date of the source, YYYY-MM-DD (SWE-bench's created_at)"),
 }
 INSTALL_SCHEMA = {
     "import_paths": Field(list, required=False, default=lambda: ["."], items=str, check=_relpaths,
@@ -120,6 +132,10 @@ class Source:
     sha256: str = ""
     url: str = ""
     commit: str = ""
+    repository: str = ""
+    """The upstream repository as ``owner/name`` (empty: unknown)."""
+    released: str = ""
+    """The source's release date, ``YYYY-MM-DD`` (empty: unknown)."""
 
     @property
     def key(self) -> str:
@@ -191,11 +207,13 @@ def parse_repo(data: dict[str, Any], file: str) -> RepoSpec:
             if not s.get(k):
                 raise SpecError(file, f"source.{k}", "missing; a pypi source needs 'version' and 'sha256' "
                                 "(frog-gym registry add computes the sha256)")
-        source = Source("pypi", name=s["pypi"], version=s["version"], sha256=s["sha256"])
+        source = Source("pypi", name=s["pypi"], version=s["version"], sha256=s["sha256"],
+                        repository=s["repository"], released=s["released"])
     elif s.get("git"):
         if not s.get("commit"):
             raise SpecError(file, "source.commit", "missing; a git source needs a full commit id")
-        source = Source("git", name=d["name"], url=s["git"], commit=s["commit"])
+        source = Source("git", name=d["name"], url=s["git"], commit=s["commit"], repository=s["repository"],
+                        released=s["released"])
     else:
         raise SpecError(file, "source", "missing 'pypi' or 'git'; e.g. pypi = \"flask\", version = \"3.1.3\", "
                         "sha256 = \"...\"")

@@ -41,11 +41,16 @@ class SuiteDef:
     size: int | None
     version: int
     description: str
+    repos: tuple[str, ...] = ()
+    """Draw only from these repositories (empty: from all). Few, quick ones keep a first run short: a fresh
+    machine builds one venv per repository."""
 
 
 SUITES: dict[str, SuiteDef] = {
     s.name: s
     for s in (
+        SuiteDef("first", 6, 1, "6 tasks from two quick repositories (parse, inflection): the README's first "
+                 "run, a few minutes on a fresh machine", repos=("parse", "inflection")),
         SuiteDef("smoke", 20, 2, "about 20 tasks across tiers and repositories: a quick check of an agent"),
         SuiteDef("lite", 300, 2, "about 300 tasks, stratified by tier: the default for comparing agents"),
         SuiteDef("full", None, 2, "every registered task but the toy family"),
@@ -130,7 +135,7 @@ def select(definition: SuiteDef, task_ids: list[str] | None = None) -> Suite:
         from frog_gym.env import default_pool
 
         task_ids = default_pool()
-    ids = sorted(task_ids)
+    ids = sorted(i for i in task_ids if not definition.repos or i.split("__", 1)[0] in definition.repos)
     salt = f"{definition.name}:{definition.version}"
     by_tier: dict[str, dict[str, list[str]]] = {t: defaultdict(list) for t in TIERS}
     tasks = {i: load_task(i) for i in ids}
@@ -164,7 +169,9 @@ def resolve(suite: str) -> Suite:
     if suite in SUITES:
         return select(SUITES[suite])
     path = Path(suite)
-    if suite.endswith(".txt") or path.is_file():
+    if "," in suite or suite in task_index():  # ids first: a long list of ids is no file name
+        ids, name = suite.split(","), "custom"
+    elif suite.endswith(".txt") or _is_file(path):
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except OSError:
@@ -172,8 +179,6 @@ def resolve(suite: str) -> Suite:
                                    "file of task ids; see `frog-gym suites`.") from None
         ids = [ln.split("#", 1)[0].strip() for ln in lines]
         name = path.stem
-    elif "," in suite or suite in task_index():
-        ids, name = suite.split(","), "custom"
     else:
         raise UnknownNameError("suite", suite, list(SUITES), "Give a suite name, comma-separated task ids, or a "
                                "file of task ids; see `frog-gym suites`.")
@@ -183,6 +188,13 @@ def resolve(suite: str) -> Suite:
             raise UnknownNameError("task", i, task_index(), "See `frog-gym tasks`.")
     version = "ids-" + hashlib.sha256("\n".join(ids).encode()).hexdigest()[:12]
     return Suite(name, version, tuple((i, load_task(i).content_hash) for i in ids))
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the file system, say: not a file
+        return False
 
 
 def tier_counts(suite: Suite) -> dict[str, int]:

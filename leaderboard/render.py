@@ -333,8 +333,32 @@ are shown apart and left out of the denominator. Intervals are 95% Wilson score 
 """
 
 
+NO_PLOTS = "(No plot: matplotlib is not installed; `pip install 'frog-gym[plot]'` draws one.)"
+
+
+def can_plot() -> bool:
+    """Whether matplotlib is importable; without it the leaderboard is tables only."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def text_table(t: Table) -> str:
+    """A table's main rows as plain text for a terminal, with its harness line above.
+
+    >>> from frog_gym.harness import EpisodeResult
+    >>> print(text_table(table([EpisodeResult("t1", 0, 0, "apr", "fp1", resolved=True)])).splitlines()[-1][:16])
+    | 1 | apr | 100.
+    """
+    head, rows = _main_rows(t)
+    return f"harness {t.fingerprint}: {_harness_line(t).replace('`', '')}\n" + _md_table(head, rows)
+
+
 def render(results: list[EpisodeResult], out: Path) -> list[Table]:
-    """Write ``README.md``, ``index.html`` and ``plots/<fingerprint>.png`` for ``results`` into ``out``."""
+    """Write ``README.md``, ``index.html`` and, when matplotlib is installed, ``plots/<fingerprint>.png`` for
+    ``results`` into ``out``."""
     tables = board(results) if results else []
     plots = out / "plots"
     if plots.exists():
@@ -342,21 +366,23 @@ def render(results: list[EpisodeResult], out: Path) -> list[Table]:
     md = [_HEADER]
     body_html = []
     if not tables:
-        md.append("\nNo results yet. Run `frog-gym bench --agent apr --suite smoke` and "
-                  "`frog-gym leaderboard --add runs/apr-smoke`.\n")
+        md.append("\nNo results yet. Run `frog-gym bench --agent apr --suite first` and "
+                  "`frog-gym leaderboard --add runs/apr-first`.\n")
+    draw = can_plot()
     for t in tables:
-        png = plot(t, plots / f"{t.fingerprint}.png")
-        rel = png.relative_to(out).as_posix()
+        rel = plot(t, plots / f"{t.fingerprint}.png").relative_to(out).as_posix() if draw else ""
         head, rows = _main_rows(t)
         tier_head, tier_rows = _breakdown(t, "tiers")
         repo_head, repo_rows = _breakdown(t, "repos")
         title = f"Harness `{t.fingerprint}`"
+        figure = f"![solve rates under harness {t.fingerprint}]({rel})" if rel else NO_PLOTS
         md += [f"\n## {title}\n", _harness_line(t) + ".\n", _md_table(head, rows),
-               f"\n![solve rates under harness {t.fingerprint}]({rel})\n", "### By difficulty tier\n",
+               f"\n{figure}\n", "### By difficulty tier\n",
                _md_table(tier_head, tier_rows), "\n### By repository\n", _md_table(repo_head, repo_rows), ""]
+        img = f'<img src="{rel}" alt="solve rates" style="max-width:100%">' if rel else html.escape(NO_PLOTS)
         body_html.append(
             f"<h2>Harness <code>{t.fingerprint}</code></h2><p>{html.escape(_harness_line(t).replace('`', ''))}</p>"
-            + _html_table(head, rows) + f'<p><img src="{rel}" alt="solve rates" style="max-width:100%"></p>'
+            + _html_table(head, rows) + f"<p>{img}</p>"
             + "<h3>By difficulty tier</h3>" + _html_table(tier_head, tier_rows)
             + "<h3>By repository</h3>" + _html_table(repo_head, repo_rows))
     out.mkdir(parents=True, exist_ok=True)

@@ -154,3 +154,18 @@ def test_stored_results_are_package_data_and_rank_per_harness():
     tables = board(stored)
     assert {t.fingerprint for t in tables} == {r.fingerprint for r in stored}
     assert (leaderboard_dir() / "README.md").read_text().startswith("# frog-gym leaderboard")
+
+
+def test_cli_without_matplotlib_shows_the_table_and_writes_no_plot(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text("".join(json.dumps(r.to_dict()) + "\n"
+                                               for r in [ep("t1", resolved=True), ep("t2")]))
+    blocked = ("import sys; sys.modules['matplotlib'] = None; from frog_gym.cli import main; "
+               "sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", blocked, "leaderboard", "--add", str(run), "--dir",
+                           str(tmp_path / "lb")], check=False, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "| apr | 50.0%" in proc.stdout and "no plots (No plot: matplotlib is not installed" in proc.stdout
+    assert not (tmp_path / "lb" / "plots").exists()
+    assert "pip install 'frog-gym[plot]'" in (tmp_path / "lb" / "README.md").read_text()

@@ -370,3 +370,35 @@ def test_validate_plan_samples_others():
     required, optional = onboarding.plan(["toolz"], None, 2, seed=1)
     assert required == ["toolz"] and len(optional) == 2 and "toolz" not in optional
     assert onboarding.plan(["toolz"], None, 2, seed=1) == (required, optional)
+
+
+def test_add_installs_the_declared_test_extra_and_names_collection_errors(tmp_path):
+    files = {"pkg/__init__.py": "X = 1\n",
+             "tests/test_a.py": "import six\nfrom pkg import X\n\n\ndef test_x():\n    assert X == 1 and six.PY3\n",
+             "pyproject.toml": '[project]\nname = "pkg"\nversion = "0.1"\n\n[project.optional-dependencies]\n'
+                               'test = ["pytest>=7", "six"]\ndocs = ["sphinx"]\n'}
+    commit = git_repo(tmp_path / "pkg", files)
+    said: list[str] = []
+    result = add(f"git:{tmp_path / 'pkg'}@{commit}", AddOptions(out_dir=tmp_path / "specs", install_package=False,
+                                                               runs=1), lambda desc, *_: said.append(desc))
+    assert "pkg: test requirements declared in pyproject.toml [project.optional-dependencies] test: six" in said
+    spec = load_repo_file(result.path)
+    assert spec.install.requires == ("pytest==8.4.2", "pytest-timeout==2.4.0", "six")  # our pytest pin stays
+    assert result.data["measured"]["passing"] == 1
+    files["tests/test_b.py"] = "import nosuchmodule_frog\n\n\ndef test_b():\n    pass\n"
+    commit = git_repo(tmp_path / "pkg2", files)
+    with pytest.raises(RefusedError) as refused:
+        add(f"git:{tmp_path / 'pkg2'}@{commit}", AddOptions(out_dir=tmp_path / "specs", install_package=False, runs=1))
+    assert ("'pkg2': pytest collected 1 test(s) but stopped on 1 collection error(s): tests/test_b.py: "
+            "ModuleNotFoundError: No module named 'nosuchmodule_frog'. Add the missing test dependencies "
+            "(--requires NAME)") in str(refused.value)
+
+
+def test_show_reports_skipped_tests(capsys):
+    from frog_gym.spec import load_repo
+
+    assert main(["registry", "show", "humanize"]) == 0
+    m = load_repo("humanize").measured
+    skipped = m["tests"] - m["passing"] - len(m["flaky"]) - len(m["failing"])
+    assert (f"# measured: {m['tests']} tests: {m['passing']} passing, {skipped} skipped or never passing, "
+            f"{len(m['flaky'])} flaky, {len(m['failing'])} always failing") in capsys.readouterr().out

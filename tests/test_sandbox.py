@@ -63,3 +63,29 @@ def test_unsandboxed_needs_the_opt_in_and_warns(tmp_path, monkeypatch):
         assert s.run("echo ok").output == "ok\n"
     finally:
         s.close()
+
+
+def test_the_etc_overlay_is_written_safely_by_concurrent_first_sandboxes(tmp_path, monkeypatch):
+    """On a fresh cache, the workers of `frog-gym bench --workers 2` each write it at once."""
+    import threading
+
+    from frog_gym.sandbox.local import _etc_dir
+
+    monkeypatch.setenv("FROG_GYM_HOME", str(tmp_path / "home"))
+    errors: list[BaseException] = []
+
+    def make() -> None:
+        try:
+            _etc_dir()
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    etc = tmp_path / "home" / "etc"
+    assert sorted(p.name for p in etc.iterdir()) == ["group", "hosts", "passwd"]
+    assert (etc / "hosts").read_text().startswith("127.0.0.1 localhost")

@@ -177,6 +177,7 @@ def pytest_sessionfinish(session, exitstatus):
     with open(tmp, "w", encoding="utf-8") as f:
         t = os.times()
         out = {"exitstatus": int(exitstatus), "tests": tests, "collect_errors": _collect_errors,
+               "collected": int(getattr(session, "testscollected", 0) or 0),
                "cpu_seconds": round(t.user + t.system + t.children_user + t.children_system, 3)}
         if os.environ.get("FROG_DETAILS"):
             out["details"] = _details

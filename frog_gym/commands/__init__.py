@@ -16,4 +16,5 @@ COMMANDS: dict[str, str] = {
     "tasks": "frog_gym.commands.tasks",
     "train": "frog_gym.commands.train",
     "registry": "frog_gym.commands.registry",
+    "setup": "frog_gym.commands.setup",
 }

@@ -40,7 +40,12 @@ def run(args: argparse.Namespace) -> int:
         if overrides:
             spec = spec.replace(**overrides)
     else:
-        spec = HarnessSpec.for_suite(args.suite, **overrides)
+        from frog_gym.errors import UnknownNameError, UsageError
+
+        try:
+            spec = HarnessSpec.for_suite(args.suite, **overrides)
+        except UnknownNameError as e:
+            raise UsageError(f"--suite: {e}") from None
     if args.write_harness:
         spec.save(args.write_harness)
         print(f"wrote {args.write_harness}: suite {spec.suite} ({len(spec.tasks)} tasks), fingerprint "

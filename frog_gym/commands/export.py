@@ -14,8 +14,19 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from frog_gym.generators import interop
+    from pathlib import Path
 
+    from frog_gym.errors import UsageError, did_you_mean
+    from frog_gym.generators import interop
+    from frog_gym.spec import repo_names
+
+    for r in args.repo or ():
+        if r not in repo_names():
+            raise UsageError(f"--repo: no repository '{r}'.{did_you_mean(r, repo_names())} "
+                             "See `frog-gym registry list`.")
+    if args.format == "swebench" and Path(args.out).is_dir():
+        raise UsageError(f"{args.out} is a folder; `export --format swebench` writes one JSONL file: "
+                         "give a file name, or use --format hf for a folder.")
     tasks = interop.registered_tasks()
     if args.repo:
         tasks = [t for t in tasks if t.repo in set(args.repo)]

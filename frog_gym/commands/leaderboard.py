@@ -20,7 +20,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from frog_gym.leaderboard.render import add_run, leaderboard_dir, load_results, render, results_dir, table
+    from frog_gym.leaderboard.render import (
+        NO_PLOTS, add_run, can_plot, leaderboard_dir, load_results, render, results_dir, table, text_table)
 
     root = Path(args.dir) if args.dir else leaderboard_dir()
     for run_dir in args.add:
@@ -31,9 +32,14 @@ def run(args: argparse.Namespace) -> int:
     if args.one_table:
         table(results)  # raises with an explanation when fingerprints differ
     tables = render(results, root)
+    added = {r.fingerprint for d in args.add for r in load_results([Path(d)])}
     for t in tables:
         best = t.ranked[0] if t.ranked else None
         lead = f"; leader {best.agent} {100 * best.rate:.1f}%" if best else ""
         print(f"harness {t.fingerprint} ({t.harness.get('suite')}): {len(t.rows)} agent(s){lead}")
-    print(f"wrote {root / 'README.md'}, {root / 'index.html'} and {len(tables)} plot(s) in {root / 'plots'}")
+    for t in tables:  # show the tables the added runs belong to (all of them when nothing was added)
+        if not added or t.fingerprint in added:
+            print("\n" + text_table(t) + "\n")
+    plots = f"{len(tables)} plot(s) in {root / 'plots'}" if can_plot() else "no plots " + NO_PLOTS
+    print(f"wrote {root / 'README.md'}, {root / 'index.html'} and {plots}")
     return 0

@@ -115,11 +115,22 @@ def _task_counts() -> dict[str, int]:
     return counts
 
 
+def _skipped(m: dict[str, Any]) -> int:
+    """Tests neither passing in every run, flaky, nor always failing: skipped (or xfailed, or never run)."""
+    return max(0, m["tests"] - m["passing"] - len(m["flaky"]) - len(m["failing"]))
+
+
+def _measured_line(m: dict[str, Any]) -> str:
+    return (f"{m['tests']} tests: {m['passing']} passing, {_skipped(m)} skipped or never passing, "
+            f"{len(m['flaky'])} flaky, {len(m['failing'])} always failing")
+
+
 def _summary(spec: Any, tasks: dict[str, int]) -> dict[str, Any]:
     m = spec.measured
     return {"name": spec.name, "kind": spec.kind, "source": str(spec.source),
             "version": spec.source.version or spec.source.commit[:12], "license": spec.license,
             "tests": m["tests"], "passing": m["passing"], "flaky": len(m["flaky"]), "failing": len(m["failing"]),
+            "skipped": _skipped(m),
             "suite_seconds": m["suite_seconds"], "tasks": tasks.get(spec.name, 0)}
 
 
@@ -146,8 +157,7 @@ def _add(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"path": str(result.path), "spec": result.data}, indent=1))
     else:
-        print(f"wrote {result.path}: {m['tests']} tests, {m['passing']} passing in all {m['runs']} runs, "
-              f"{len(m['flaky'])} flaky, {len(m['failing'])} always failing, suite {m['suite_seconds']} s")
+        print(f"wrote {result.path}: {_measured_line(m)} (over {m['runs']} runs), suite {m['suite_seconds']} s")
     return 0
 
 
@@ -189,6 +199,7 @@ def _show(args: argparse.Namespace) -> int:
         return 0
     print(f"# {spec.path}")
     print(Path(spec.path).read_text(encoding="utf-8").rstrip())
+    print(f"# measured: {_measured_line(spec.measured)}")
     print(f"# cache ({home}): " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in cache.items() if v is not None))
     return 0
 

@@ -14,8 +14,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from frog_gym.errors import UsageError, did_you_mean
+    from frog_gym.spec import repo_names
     from frog_gym.task import load_task, task_index
 
+    if args.repo and args.repo not in repo_names():
+        raise UsageError(f"--repo: no repository '{args.repo}'.{did_you_mean(args.repo, repo_names())} "
+                         "See `frog-gym registry list`.")
     for iid in sorted(task_index()):
         t = load_task(iid)
         if args.repo and t.repo != args.repo:

@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
+import threading
 import time
 import uuid
 import warnings
@@ -56,13 +57,13 @@ def bwrap_path() -> str:
 def _etc_dir() -> Path:
     """A tiny /etc overlay (passwd, group, hosts) shared by all sandboxes, written once."""
     d = paths.home() / "etc"
-    if not (d / "hosts").exists():
-        d.mkdir(exist_ok=True)
-        (d / "passwd").write_text("frog:x:65534:65534:frog-gym:/tmp:/bin/bash\n")
-        (d / "group").write_text("frog:x:65534:\n")
-        tmp = d / "hosts.tmp"
-        tmp.write_text("127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost\n")
-        tmp.replace(d / "hosts")
+    if not (d / "hosts").exists():  # hosts last: it marks the set complete
+        d.mkdir(parents=True, exist_ok=True)
+        for name, text in (("passwd", "frog:x:65534:65534:frog-gym:/tmp:/bin/bash\n"), ("group", "frog:x:65534:\n"),
+                           ("hosts", "127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost\n")):
+            tmp = d / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"  # workers may race on a fresh cache
+            tmp.write_text(text)
+            tmp.replace(d / name)
     return d
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from frog_gym.agents.miniswe import SUBMIT_MARKER, MiniSweAgentAdapter, parse_bash_observation
 from frog_gym.harness import HarnessSpec, run_episode
 
@@ -40,7 +42,7 @@ def test_a_mini_style_agent_solves_a_task_through_our_bash_tool():
     assert result.resolved and result.submitted
     assert result.steps == 6  # five commands, then submit
     grep, false, sed, pwd = made[0].seen
-    assert grep == {"output": "1\n", "returncode": 0}
+    assert grep == {"output": "1\n", "returncode": 0, "exception_info": ""}
     assert false["returncode"] == 1 and sed["returncode"] == 0
     assert pwd["output"].strip() == "/tmp"
 
@@ -69,5 +71,59 @@ def test_the_agent_thread_stops_when_the_budget_ends_the_episode():
 
 def test_observations_become_mini_results():
     assert parse_bash_observation("x\n[exit code 0]\n[step budget of 3 used up: the episode ends]") == {
-        "output": "x\n[step budget of 3 used up: the episode ends]", "returncode": 0}
+        "output": "x\n[step budget of 3 used up: the episode ends]", "returncode": 0, "exception_info": ""}
     assert parse_bash_observation("partial\n[timed out after 30 s: ...]")["returncode"] == -1
+
+
+# --- the real mini-swe-agent package: its DefaultAgent, its shipped configs, its DeterministicModel ----------
+
+REAL_TASK = "inflection__handwritten-0001"
+
+
+def _deterministic(outputs: list[dict[str, Any]]):
+    from minisweagent.models.test_models import DeterministicModel
+
+    def factory(model_cfg: dict[str, Any]) -> Any:
+        keep = {k: model_cfg[k] for k in ("observation_template", "multimodal_regex") if k in model_cfg}
+        return DeterministicModel(outputs=outputs, **keep)
+
+    return factory
+
+
+@pytest.mark.parametrize("config", ["default", "mini", "mini_textbased"])
+def test_real_default_agent_with_each_shipped_config_applies_the_gold_fix(config):
+    pytest.importorskip("minisweagent", reason="the 'miniswe' extra: pip install 'frog-gym[miniswe]'")
+    from minisweagent.models.test_models import make_output
+
+    from frog_gym.agents.miniswe import load_config, mini_swe_agent
+    from frog_gym.task import load_task
+
+    cfg = load_config(config)
+    assert "{{" in cfg["agent"]["system_template"] + cfg["agent"]["instance_template"]
+    patch = load_task(REAL_TASK).patch
+    outputs = [
+        make_output("Apply the fix.", [{"command": f"cd /testbed && git apply <<'FROG_GOLD'\n{patch}FROG_GOLD"}]),
+        make_output("Check it.", [{"command": "git diff --stat && python -c 'import inflection; "
+                                              "print(inflection.ordinal(13))'"}]),
+        make_output("Submit.", [{"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}]),
+    ]
+    agent = mini_swe_agent(_deterministic(outputs), config=config)
+    result = run_episode(HarnessSpec.for_suite(REAL_TASK), agent, "mini", REAL_TASK, 0)
+    assert result.error is None and result.infra_failure is None, result.error
+    assert result.resolved and result.submitted and result.reward == 1.0
+    assert result.steps == 4  # three commands, then submit
+    assert agent.stats.extra["exit"].startswith("{'exit_status': 'Submitted'")
+    assert "inflection/__init__.py" in result.model_patch
+
+
+def test_a_crashing_real_agent_is_an_agent_error_with_its_message_not_a_silent_submit():
+    pytest.importorskip("minisweagent", reason="the 'miniswe' extra: pip install 'frog-gym[miniswe]'")
+    from minisweagent.models.test_models import make_output
+
+    from frog_gym.agents.miniswe import mini_swe_agent
+
+    outputs = [make_output("Look.", [{"command": "ls"}])]  # the model's second call fails: it has no more outputs
+    result = run_episode(HarnessSpec.for_suite(REAL_TASK), mini_swe_agent(_deterministic(outputs)), "mini",
+                         REAL_TASK, 0)
+    assert result.error == "AgentCrashed: IndexError: list index out of range"
+    assert not result.resolved and result.steps == 2

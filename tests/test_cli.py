@@ -1,0 +1,110 @@
+"""Each CLI mistake is one line saying what was wrong and how to fix it, with exit status 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from frog_gym.cli import main
+from frog_gym.task import task_index
+
+
+def one_line_error(capsys) -> str:
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err, err
+    return err
+
+
+def test_import_of_a_missing_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["import", "missing.jsonl", "--tasks-dir", str(tmp_path / "t")]) == 2
+    assert "missing.jsonl: no such file; give a JSONL file from `frog-gym export" in one_line_error(capsys)
+
+
+def test_import_of_malformed_json(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n{bad\n")
+    assert main(["import", str(bad), "--tasks-dir", str(tmp_path / "t")]) == 2
+    err = one_line_error(capsys)
+    assert f"{bad}:2: not valid JSON (Expecting property name enclosed in double quotes at column 2)" in err
+    assert "each line must be one task object" in err
+    bad.write_text("[1, 2]\n")
+    assert main(["import", str(bad), "--tasks-dir", str(tmp_path / "t")]) == 2
+    assert f"{bad}:1: a JSON list, not a task object" in one_line_error(capsys)
+    bad.write_text('{"instance_id": "a"}\n')
+    assert main(["import", str(bad), "--tasks-dir", str(tmp_path / "t")]) == 2
+    assert f"{bad}:1: field 'repo': missing" in one_line_error(capsys)
+
+
+def test_export_hf_onto_an_existing_file(tmp_path, capsys):
+    existing = tmp_path / "existing.jsonl"
+    existing.write_text("")
+    assert main(["export", "--format", "hf", str(existing), "--repo", "inflection"]) == 2
+    assert f"{existing} is a file; `export --format hf` writes a folder" in one_line_error(capsys)
+    assert existing.read_text() == ""
+
+
+def test_export_swebench_onto_a_folder(tmp_path, capsys):
+    assert main(["export", "--format", "swebench", str(tmp_path), "--repo", "inflection"]) == 2
+    assert f"{tmp_path} is a folder; `export --format swebench` writes one JSONL file" in one_line_error(
+        capsys
+    )
+
+
+def test_export_of_an_unknown_repository(tmp_path, capsys):
+    assert main(["export", str(tmp_path / "x.jsonl"), "--repo", "inflecton"]) == 2
+    assert "--repo: no repository 'inflecton'. Did you mean 'inflection'?" in one_line_error(capsys)
+
+
+def test_tasks_of_an_unknown_repository(capsys):
+    assert main(["tasks", "--repo", "tenacty"]) == 2
+    err = one_line_error(capsys)
+    assert "--repo: no repository 'tenacty'." in err and "See `frog-gym registry list`." in err
+    assert main(["tasks", "--repo", "inflection"]) == 0
+    assert "inflection__" in capsys.readouterr().out
+
+
+def test_bench_with_a_long_list_of_unknown_task_ids(capsys):
+    ids = ",".join(f"inflection__nosuch-{i:040d}" for i in range(10))
+    assert main(["bench", "--agent", "noop", "--suite", ids]) == 2
+    err = one_line_error(capsys)
+    assert "--suite: Unknown task 'inflection__nosuch-" in err and "See `frog-gym tasks`." in err
+
+
+def test_bench_with_a_long_list_of_task_ids_is_a_suite(tmp_path, capsys):
+    ids = sorted(i for i in task_index() if i.startswith("inflection__"))[:10]
+    if len(ids) < 10:
+        pytest.skip("fewer than 10 inflection tasks registered")
+    out = tmp_path / "h.toml"
+    assert main(["bench", "--agent", "noop", "--suite", ",".join(ids), "--write-harness", str(out)]) == 0
+    assert "(10 tasks)" in capsys.readouterr().out
+
+
+def test_setup_finds_a_working_bubblewrap(capsys):
+    assert main(["setup"]) == 0
+    assert "bubblewrap works" in capsys.readouterr().out
+
+
+def test_setup_without_bubblewrap_installs_it_with_apt_or_says_what_to_do(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    cmd = [sys.executable, "-m", "frog_gym.cli", "setup", "--dry-run"]
+    proc = subprocess.run(
+        cmd, env={**os.environ, "PATH": str(empty)}, capture_output=True, text=True, timeout=120
+    )
+    assert (
+        proc.returncode == 1 and "not a Debian/Ubuntu system; install the 'bubblewrap' package" in proc.stderr
+    )
+    (empty / "apt-get").write_text("#!/bin/sh\nexit 1\n")  # never run: --dry-run
+    (empty / "apt-get").chmod(0o755)
+    proc = subprocess.run(
+        cmd, env={**os.environ, "PATH": str(empty)}, capture_output=True, text=True, timeout=120
+    )
+    want = "frog-gym setup: apt-get install -y -qq --no-install-recommends bubblewrap"
+    if os.geteuid() != 0:
+        want = "you are not root and there is no sudo"
+    assert want in proc.stderr, proc.stderr
