@@ -112,6 +112,20 @@ def _reap_processes() -> int:
     return n
 
 
+def die_with_parent(parent: int, sig: int = signal.SIGTERM) -> None:
+    """Have the kernel send ``sig`` to this process when ``parent`` (the one that started it) dies.
+
+    For worker processes (``frog-gym bench``'s pool): a SIGKILLed driver then takes its workers, and with
+    them their sandboxes, along. Exits at once when the parent is already gone.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, int(sig), 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def reap_once() -> None:
     """Run :func:`reap` once per process (the first sandbox or env calls it)."""
     global _done

@@ -55,7 +55,7 @@ def usage(root: Path) -> int:
                 if key in seen:
                     continue
                 seen.add(key)
-            total += max(st.st_blocks * 512, st.st_size, BLOCK)
+            total += max(st.st_blocks * 512, BLOCK)
             if stat.S_ISDIR(st.st_mode):
                 try:
                     stack.append(os.open(e.name, flags, dir_fd=fd))
@@ -115,7 +115,7 @@ class DiskBudget:
         self._counted = max(usage(self.workspace) - self.base, 0)
         self._count_time = time.monotonic()
         total = self._counted + tmp_used
-        return total if total > self.limit else None
+        return total if total >= self.limit else None
 
 
 def over_budget_message(limit: int, used: int) -> str:

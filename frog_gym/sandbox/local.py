@@ -421,8 +421,12 @@ class LocalSandbox(ClosingOnExit):
                 break
         timed_out = False
         code = None
-        if line is None:
-            timed_out = over is None
+        if line is None and over is not None:  # stop at once: a loop in the shell itself would go on writing
+            self._restart_shell()
+            cap.feed(b"\n[every process of the sandbox was killed; a new shell was started in /testbed: cd and "
+                     b"exported variables were reset]\n")
+        elif line is None:
+            timed_out = True
             self._kill_children()
             line = self._read_ctl(time.monotonic() + 2.0, cap)
             if line is None or line is _EOF:  # the shell itself is wedged (`exec` replaced it): a new one
