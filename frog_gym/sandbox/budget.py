@@ -109,7 +109,7 @@ class DiskBudget:
             return None
         grown = max(used - self._fs_at_count[0], 0) + max(inodes - self._fs_at_count[1], 0) * BLOCK
         fresh = time.monotonic() - self._count_time < RECOUNT_S
-        if fresh and self._counted + grown + tmp_used <= self.limit:
+        if fresh and self._counted + grown + tmp_used < self.limit:
             return None
         self._fs_at_count = (used, inodes)
         self._counted = max(usage(self.workspace) - self.base, 0)
