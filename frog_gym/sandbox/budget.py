@@ -65,10 +65,18 @@ def usage(root: Path) -> int:
     return total
 
 
-def _fs(path: str) -> tuple[int, int]:
-    """(used bytes, used inodes) of the filesystem holding ``path``."""
-    v = os.statvfs(path)
+def _fs(where: str | int) -> tuple[int, int]:
+    """(used bytes, used inodes) of the filesystem holding ``where`` (a path or an open descriptor)."""
+    v = os.fstatvfs(where) if isinstance(where, int) else os.statvfs(where)
     return (v.f_blocks - v.f_bfree) * v.f_frsize, v.f_files - v.f_ffree
+
+
+def open_dir(path: str) -> int | None:
+    """A descriptor of the folder ``path`` for :func:`os.fstatvfs` (no path lookup per check), or None."""
+    try:
+        return os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
 
 
 class DiskBudget:
@@ -86,25 +94,37 @@ class DiskBudget:
         self._counted = 0
         self._fs_at_count = (0, 0)
         self._count_time = 0.0
+        self._fd: int | None = None
 
     def begin(self) -> None:
         """Count the workspace as it is now: what the sandbox adds from here on is charged."""
-        self._fs_at_count = _fs(str(self.workspace))
+        self.close()
+        self._fd = open_dir(str(self.workspace))
+        self._fs_at_count = _fs(self._where())
         self.base = usage(self.workspace)
         self._counted = 0
         self._count_time = time.monotonic()
 
-    def over(self, tmp: str | None) -> int | None:
-        """Bytes written in all when that exceeds the budget, else None. ``tmp``: the sandbox's /tmp seen from
-        the host (``/proc/<pid>/root/tmp``), None when it is gone."""
+    def _where(self) -> str | int:
+        return self._fd if self._fd is not None else str(self.workspace)
+
+    def close(self) -> None:
+        """Release the descriptor of the workspace."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def over(self, tmp: str | int | None) -> int | None:
+        """Bytes written in all when that reaches the budget, else None. ``tmp``: the sandbox's /tmp seen from
+        the host (``/proc/<pid>/root/tmp``, or a descriptor of it), None when it is gone."""
         if self.base is None:
             return None
         try:
-            tmp_used = _fs(tmp)[0] if tmp else 0
+            tmp_used = _fs(tmp)[0] if tmp is not None else 0
         except OSError:
             tmp_used = 0
         try:
-            used, inodes = _fs(str(self.workspace))
+            used, inodes = _fs(self._where())
         except OSError:
             return None
         grown = max(used - self._fs_at_count[0], 0) + max(inodes - self._fs_at_count[1], 0) * BLOCK

@@ -71,31 +71,73 @@ def _procs(path: Path) -> list[int]:
         return []
 
 
-def kill_cgroup(path: Path, deadline_s: float = 10.0) -> bool:
-    """SIGKILL every process in ``path`` until none is left; True when it is verified empty.
+PF_EXITING = 0x4  # include/linux/sched.h: set on a task as it enters do_exit()
 
-    New processes are refused first (``pids.max`` 0) so a fork bomb cannot refill the cgroup while it is
-    being emptied; ``cgroup.kill`` does it all at once where the kernel has it (cgroup v2, Linux 5.14).
-    A process leaves ``cgroup.procs`` once it is exiting, so an empty list means nothing of the sandbox
-    runs any more.
+
+def _exiting(pid: int) -> bool:
+    """True when every thread of ``pid`` has entered exit (or is gone): it will run no more of its program,
+    and none of its system calls is in flight."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                flags = int(f.read().rsplit(b")", 1)[1].split()[6])
+        except (OSError, IndexError, ValueError):
+            continue  # gone
+        if not flags & PF_EXITING:
+            return False
+    return True
+
+
+def _kill_member(pid: int, name: str) -> None:
+    """SIGKILL ``pid`` if it is (still) in the cgroup called ``name``: through a pidfd, so that a PID freed and
+    reused by another process between the listing and the signal is never hit."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
+        return
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            if f"/{name}\n" in f.read():
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def kill_cgroup(path: Path, deadline_s: float = 10.0, *, until_gone: bool = True) -> bool:
+    """SIGKILL every process in ``path``; True when verified.
+
+    New processes are refused first (``pids.max`` 0), so a fork bomb cannot refill the cgroup while it is
+    emptied; ``cgroup.kill`` kills all at once where the kernel has it (cgroup v2, Linux 5.14). Verified
+    means: with ``until_gone``, the cgroup is empty; otherwise every task in it has entered exit
+    (``PF_EXITING``), which is what matters before the host touches the workspace: such a task never runs
+    another instruction of its program nor finishes a system call, and its teardown (address space,
+    namespaces: milliseconds on a loaded machine) can go on in the background.
     """
     _write(path / "pids.max", "0")
     _write(path / "cgroup.kill", "1")
     end = time.monotonic() + deadline_s
-    pause = 0.0
+    pause = 0.0001
+    signalled: set[int] = set()
     while True:
         pids = _procs(path)
-        if not pids:
+        if until_gone and not pids:
+            return True
+        for pid in pids:
+            if pid not in signalled:
+                _kill_member(pid, path.name)
+                signalled.add(pid)
+        if not until_gone and all(_exiting(p) for p in pids):
             return True
         if time.monotonic() > end:
             return False
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         time.sleep(pause)
-        pause = min(pause * 2 or 0.0005, 0.02)
+        pause = min(pause * 2, 0.005)
 
 
 class SandboxCgroup:
@@ -150,11 +192,12 @@ class SandboxCgroup:
             seen.update(_procs(path))
         return sorted(seen)
 
-    def kill(self) -> bool:
-        """Kill every process of the sandbox; True when verified gone (False: no cgroup, or a stuck process)."""
+    def kill(self, *, until_gone: bool = True) -> bool:
+        """Kill every process of the sandbox; True when verified (see :func:`kill_cgroup`). False: no cgroup,
+        or a process that would not die."""
         if not self.paths:
             return False
-        return all([kill_cgroup(p) for p in self.paths.values()])
+        return all([kill_cgroup(p, until_gone=until_gone) for p in self.paths.values()])
 
     def remove(self) -> None:
         """Remove the (empty) cgroups; a busy one is left to the reaper."""

@@ -586,3 +586,4 @@ class DockerSandbox(ClosingOnExit):
             return
         self._closed = True
         self._drop_container()
+        self._budget.close()

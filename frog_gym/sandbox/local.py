@@ -30,6 +30,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 import weakref
@@ -40,11 +41,12 @@ from frog_gym import paths
 from frog_gym.errors import SandboxError, SandboxUnavailableError
 from frog_gym.sandbox import owner
 from frog_gym.sandbox.base import ClosingOnExit, ExecResult, Limits
-from frog_gym.sandbox.budget import DiskBudget, over_budget_message
+from frog_gym.sandbox.budget import DiskBudget, open_dir, over_budget_message
 from frog_gym.sandbox.cgroups import SandboxCgroup
 
 TESTBED = "/testbed"
 _EOF = "\x00eof"
+SPARE_DELAY_S = 0.05
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "protocols", "services",
         "mime.types", "localtime", "ssl")
 _INSTALL_HINT = ("bubblewrap (bwrap) is not installed. Install it with `sudo apt-get install bubblewrap` "
@@ -170,6 +172,8 @@ class LocalSandbox(ClosingOnExit):
         self._init_pid: int | None = None
         self._spare: Future[tuple[subprocess.Popen[bytes], SandboxCgroup, int, int] | None] | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._hurry = threading.Event()
+        self._tmp_fd: int | None = None
         self._used = False
         self._budget = DiskBudget(self.host_root, self.limits.disk_bytes)
         self._budget_from_here = True
@@ -262,7 +266,12 @@ class LocalSandbox(ClosingOnExit):
             pass
         return proc, cgroup, ctl_r, ctl_w
 
-    def _make_spare(self) -> tuple[subprocess.Popen[bytes], SandboxCgroup, int, int] | None:
+    def _make_spare(self, hurry: threading.Event) -> tuple[subprocess.Popen[bytes], SandboxCgroup, int, int] | None:
+        # Started at a reset: wait a moment, so the launch (a fork of this process) does not stall the reset
+        # that asked for it, unless the spare is needed now.
+        hurry.wait(SPARE_DELAY_S)
+        if self._closed:
+            return None
         try:
             return self._launch()
         except SandboxError:
@@ -276,6 +285,7 @@ class LocalSandbox(ClosingOnExit):
         """
         spare = None
         if self._spare is not None:
+            self._hurry.set()
             spare = self._spare.result()
             self._spare = None
         if spare is None or spare[0].poll() is not None:
@@ -286,7 +296,8 @@ class LocalSandbox(ClosingOnExit):
         self._ctl_buf = b""
         self._pending = True
         if not self._closed:
-            self._spare = self._worker().submit(self._make_spare)
+            self._hurry = threading.Event()
+            self._spare = self._worker().submit(self._make_spare, self._hurry)
 
     def _worker(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -456,9 +467,11 @@ class LocalSandbox(ClosingOnExit):
         out, dropped = cap.text()
         return ExecResult(out, code, timed_out, cap.total, dropped, seconds)
 
-    def _tmp(self) -> str | None:
-        """The sandbox's /tmp seen from the host (its init's root), for the disk budget."""
-        return f"/proc/{self._init_pid}/root/tmp" if self._init_pid is not None else None
+    def _tmp(self) -> int | None:
+        """A descriptor of the sandbox's /tmp seen from the host (its init's root), for the disk budget."""
+        if self._tmp_fd is None and self._init_pid is not None:
+            self._tmp_fd = open_dir(f"/proc/{self._init_pid}/root/tmp")
+        return self._tmp_fd
 
     # -- one-shot processes (grading) -----------------------------------------------------------------
     def exec(self, argv: list[str], timeout: float, env: dict[str, str] | None = None) -> ExecResult:
@@ -500,6 +513,7 @@ class LocalSandbox(ClosingOnExit):
         code = proc.wait()
         # The process is done, but what it left running (a daemon, say) dies with its sandbox, now.
         _terminate(proc, cgroup)
+        budget.close()
         if over is not None:
             cap.feed(over_budget_message(self.limits.disk_bytes, over).encode())
             code = code if code not in (0, None) else 1
@@ -563,12 +577,18 @@ class LocalSandbox(ClosingOnExit):
         if self._proc is not None:
             proc, cgroup, ctl_r = self._proc, self._cgroup, self._ctl_r
             self._proc, self._cgroup, self._ctl_r = None, None, -1
-            _terminate(proc, cgroup)
+            if self._closed or cgroup is None or not cgroup.kill(until_gone=False):
+                _terminate(proc, cgroup)
+            else:  # every process is past the point of no return; the kernel's teardown need not be waited for
+                self._worker().submit(_terminate, proc, cgroup)
             if ctl_r >= 0:
                 os.close(ctl_r)
         self._ns = None
         self._init_pid = None
         self._used = False
+        if self._tmp_fd is not None:
+            os.close(self._tmp_fd)
+            self._tmp_fd = None
 
     def kill_all(self) -> None:
         """Kill every process of the episode, the shell included; see :class:`~frog_gym.sandbox.base.Sandbox`.
@@ -606,6 +626,7 @@ class LocalSandbox(ClosingOnExit):
             return
         self._closed = True
         self._kill_all()
+        self._hurry.set()
         if self._spare is not None:
             spare = self._spare.result()
             self._spare = None
@@ -614,6 +635,7 @@ class LocalSandbox(ClosingOnExit):
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        self._budget.close()
 
 
 def _children(pid: int) -> list[int]:
