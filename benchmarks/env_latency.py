@@ -85,13 +85,14 @@ def main() -> None:
     dirty_ms = statistics.median(timed_reset_after_step(0.0) for _ in range(args.n)) * 1000
 
     def timed_reset_after_submit() -> float:
-        env.step({"tool": "bash", "command": "true"})
-        env.step({"tool": "submit"})  # graded (or a cached grade): the episode's processes die here
+        # an edit no other run made, so the grade is computed (about a second), as in training
+        env.step({"tool": "bash", "command": f"echo '# {os.urandom(8).hex()}' >> README.rst; true"})
+        env.step({"tool": "submit"})  # the episode's processes die here, before grading
         t = time.perf_counter()
         env.reset(seed=0)
         return time.perf_counter() - t
 
-    submit_ms = statistics.median(timed_reset_after_submit() for _ in range(max(3, args.n // 2))) * 1000
+    submit_ms = statistics.median(timed_reset_after_submit() for _ in range(max(3, args.n // 4))) * 1000
     warm_ms = statistics.median(timed_reset_after_step(0.2) for _ in range(args.n)) * 1000
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "t"

@@ -29,20 +29,21 @@ from frog_gym import paths
 from frog_gym.sandbox import cgroups, owner
 from frog_gym.sandbox.base import Limits
 
-TASKS = ["inflection__handwritten-0001", "inflection__handwritten-0002", "cachetools__handwritten-0003",
-         "iniconfig__handwritten-0001", "markupsafe__handwritten-0001", "itsdangerous__handwritten-0001"]
-LIMITS = Limits(command_timeout=5, disk_bytes=64 << 20, sandbox_memory_bytes=512 << 20, max_processes=128)
+TASKS = ["inflection__handwritten-0001", "cachetools__handwritten-0003", "iniconfig__arithmetic_op_swap-3e9569c7",
+         "itsdangerous__arithmetic_op_swap-bd428bd9", "markupsafe__arithmetic_op_swap-3994b23f",
+         "six__changed_default_arg-2d13d0c3", "parse__arithmetic_op_swap-96198ed1"]
+LIMITS = Limits(command_timeout=3, disk_bytes=64 << 20, sandbox_memory_bytes=512 << 20, max_processes=128)
 
 HOSTILE = [
-    ":(){ :|:& };: ; sleep 1",
+    ":(){ :|:& };: ; sleep 0.3",
     "setsid sleep 900 & (setsid nohup sleep 901 >/dev/null 2>&1 &); (trap '' TERM HUP; sleep 902 &); echo ok",
     "(setsid bash -c 'while :; do ln -sfn /etc/shadow README.rst 2>/dev/null; rm -f README.rst; "
     "ln -sfn /root plant; rm -f plant; done' &); sleep 0.1",
     "head -c 100M /dev/zero > fill.bin; echo $?",
     "head -c 100M /dev/zero > /tmp/fill.bin; echo $?",
-    "for i in 1 2 3 4; do python3 -c 'b = bytearray(200 << 20); import time; time.sleep(1)' & done; wait",
+    "for i in 1 2 3 4; do python3 -c 'b = bytearray(200 << 20); import time; time.sleep(0.3)' & done; wait",
     "trap 'echo pwned > /testbed/trap_marker' CHLD EXIT; (sleep 0.2 &) ; true",
-    "exec sleep 3",
+    "exec sleep 1",
     "kill -9 $$",
     "yes frog | head -c 5000000",
     "mkdir -p many && cd many && seq 1 20000 | xargs touch; cd /testbed",
@@ -94,7 +95,7 @@ def episode(env, rng: random.Random, ep: int) -> str:
         if terminated or truncated:
             return "budget"
     end = rng.random()
-    if end < 0.35:
+    if end < 0.25:
         env.step({"tool": "bash", "command": f"echo '# {rng.getrandbits(64):x}' >> README.rst 2>/dev/null; true"})
         env.step({"tool": "submit"})
         return "submit"
@@ -106,6 +107,7 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--recycle", type=int, default=50, help="close the env and make a new one every this many")
+    ap.add_argument("--max-minutes", type=float, default=None, help="stop early after this long (reported)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     env_space_seed = args.seed
@@ -114,7 +116,11 @@ def main() -> None:
     peak = {"processes": 0, "cgroups": 0, "work_folders": 0, "host_mounts": 0}
     ends: dict[str, int] = {}
     env = None
+    done = 0
     for ep in range(args.episodes):
+        if args.max_minutes is not None and time.monotonic() - start > args.max_minutes * 60:
+            break
+        done = ep + 1
         if env is None or ep % args.recycle == 0:
             if env is not None:
                 env.close()
@@ -122,7 +128,7 @@ def main() -> None:
             env.action_space.seed(env_space_seed + ep)
         end = episode(env, rng, ep)
         ends[end] = ends.get(end, 0) + 1
-        if ep % 10 == 0 or ep == args.episodes - 1:
+        if ep % 10 == 0:
             now = owned()
             for k, v in now.items():
                 peak[k] = max(peak[k], v)
@@ -138,7 +144,7 @@ def main() -> None:
     first_q = rss[: max(1, len(rss) // 4)]
     last_q = rss[-max(1, len(rss) // 4):]
     load = os.getloadavg()
-    print(f"soak: {args.episodes} episodes in {wall:.0f} s ({wall / args.episodes:.2f} s each), ends {ends}, "
+    print(f"soak: {done} of {args.episodes} episodes in {wall:.0f} s ({wall / done:.2f} s each), ends {ends}, "
           f"seed {args.seed}; load average {load[0]:.2f} on {os.cpu_count()} CPUs\n")
     print("| what | after close() (goal 0) | peak while running |")
     print("|---|---|---|")
