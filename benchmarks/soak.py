@@ -37,8 +37,8 @@ LIMITS = Limits(command_timeout=3, disk_bytes=64 << 20, sandbox_memory_bytes=512
 HOSTILE = [
     ":(){ :|:& };: ; sleep 0.3",
     "setsid sleep 900 & (setsid nohup sleep 901 >/dev/null 2>&1 &); (trap '' TERM HUP; sleep 902 &); echo ok",
-    "(setsid bash -c 'while :; do ln -sfn /etc/shadow README.rst 2>/dev/null; rm -f README.rst; "
-    "ln -sfn /root plant; rm -f plant; done' &); sleep 0.1",
+    ("(setsid bash -c 'while :; do ln -sfn /etc/shadow README.rst 2>/dev/null; rm -f README.rst; "
+     "ln -sfn /root plant; rm -f plant; done' &); sleep 0.1"),
     "head -c 100M /dev/zero > fill.bin; echo $?",
     "head -c 100M /dev/zero > /tmp/fill.bin; echo $?",
     "for i in 1 2 3 4; do python3 -c 'b = bytearray(200 << 20); import time; time.sleep(0.3)' & done; wait",

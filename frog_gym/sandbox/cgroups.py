@@ -197,7 +197,7 @@ class SandboxCgroup:
         or a process that would not die."""
         if not self.paths:
             return False
-        return all([kill_cgroup(p, until_gone=until_gone) for p in self.paths.values()])
+        return all([kill_cgroup(p, until_gone=until_gone) for p in self.paths.values()])  # noqa: C419 (every one)
 
     def remove(self) -> None:
         """Remove the (empty) cgroups; a busy one is left to the reaper."""
