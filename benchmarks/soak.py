@@ -3,8 +3,8 @@
 Each episode picks a task (a few repositories, rotating) and a handful of actions: random text from the action
 space, ordinary commands and edits, and attacks (fork bomb, daemons that ignore SIGTERM, a symlink-swapping
 loop, a disk fill past a small budget, a memory hog, a SIGCHLD trap, ``exec`` over the shell, killing the
-shell, output floods). It ends by ``submit`` (graded, with an edit no other run made so the grade is computed,
-not cached), by a reset in mid-episode, or by the step budget. Every 50 episodes the env is closed and a new
+shell, output floods). It ends by ``submit`` (graded, with a new file no other run made so the grade is
+computed, not cached), by a reset in mid-episode, or by the step budget. Every 50 episodes the env is closed and a new
 one made. Along the way it samples the driver's RSS and the sandbox resources it owns (processes, cgroups,
 work folders; at most one live sandbox, its warm spare and a grading run may exist); after the last
 ``close()`` everything owned must be gone (goal: 0), and host mounts under ``$FROG_GYM_HOME`` must be 0.
@@ -96,7 +96,9 @@ def episode(env, rng: random.Random, ep: int) -> str:
             return "budget"
     end = rng.random()
     if end < 0.25:
-        env.step({"tool": "bash", "command": f"echo '# {rng.getrandbits(64):x}' >> README.rst 2>/dev/null; true"})
+        # a new file no other run made (through the host-side tool, which no attack can break), so the grade is
+        # computed here, not read from the grade cache shared with other checkouts
+        env.step({"tool": "create", "path": f"/testbed/soak_{rng.getrandbits(64):x}.py", "file_text": "y = 2\n"})
         env.step({"tool": "submit"})
         return "submit"
     return "reset"
