@@ -76,16 +76,43 @@ def reap() -> dict[str, int]:
     counts["processes"] += _reap_processes()
     work = paths.home() / "work"
     now = time.time()
+    stale, legacy = [], []
     for d in work.iterdir() if work.is_dir() else ():
         tok = owner.token_in(d.name)
         try:
-            stale = owner.dead(tok) if tok is not None else now - d.lstat().st_mtime > LEGACY_WORK_AGE_S
+            if tok is not None and owner.dead(tok):
+                stale.append(d)
+            elif tok is None and now - d.lstat().st_mtime > LEGACY_WORK_AGE_S:
+                legacy.append(d)
         except OSError:
             continue
-        if stale:
-            shutil.rmtree(d, ignore_errors=True)  # never follows a symlink (fd-based on Linux)
-            counts["work"] += 1
+    if legacy:  # a long run of an older frog-gym may still use one: keep those a sandbox has mounted
+        used = _mounted()
+        stale += [d for d in legacy if not any(m == str(d) or m.startswith(f"{d}/") for m in used)]
+    for d in stale:
+        shutil.rmtree(d, ignore_errors=True)  # never follows a symlink (fd-based on Linux)
+        counts["work"] += 1
     return counts
+
+
+def _mounted() -> set[str]:
+    """Host folders bind-mounted into any process's mount namespace (the root of each mount, as the host
+    sees it when the mount is of the root filesystem)."""
+    out: set[str] = set()
+    seen: set[str] = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            ns = os.readlink(f"/proc/{name}/ns/mnt")
+            if ns in seen:
+                continue
+            seen.add(ns)
+            with open(f"/proc/{name}/mountinfo") as f:
+                out.update(line.split()[3] for line in f)
+        except (OSError, IndexError):
+            continue
+    return out
 
 
 def _reap_processes() -> int:
