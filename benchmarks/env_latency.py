@@ -66,7 +66,7 @@ def main() -> None:
     ap.add_argument("--no-grade", action="store_true", help="skip the (slow) grading row")
     args = ap.parse_args()
     task = load_task(args.task)
-    env = gym.make(f"FrogSWE/{args.task}-v0").unwrapped
+    env = gym.make(f"FrogSWE/{args.task}-v0", max_steps=10**6).unwrapped  # no truncation mid-measurement
     env.reset(seed=0)
     files = sum(1 for _ in Path(env._ws.path).rglob("*"))
 
