@@ -119,17 +119,18 @@ class DiskBudget:
         the host (``/proc/<pid>/root/tmp``, or a descriptor of it), None when it is gone."""
         if self.base is None:
             return None
-        try:
-            tmp_used = _fs(tmp)[0] if tmp is not None else 0
-        except OSError:
-            tmp_used = 0
-        try:
-            used, inodes = _fs(self._where())
+        try:  # the hot path (after every command): two fstatvfs calls and arithmetic
+            v = os.fstatvfs(self._fd) if self._fd is not None else os.statvfs(self.workspace)
         except OSError:
             return None
+        try:
+            t = (os.fstatvfs(tmp) if isinstance(tmp, int) else os.statvfs(tmp)) if tmp is not None else None
+        except OSError:
+            t = None
+        tmp_used = (t.f_blocks - t.f_bfree) * t.f_frsize if t is not None else 0
+        used, inodes = (v.f_blocks - v.f_bfree) * v.f_frsize, v.f_files - v.f_ffree
         grown = max(used - self._fs_at_count[0], 0) + max(inodes - self._fs_at_count[1], 0) * BLOCK
-        fresh = time.monotonic() - self._count_time < RECOUNT_S
-        if fresh and self._counted + grown + tmp_used < self.limit:
+        if self._counted + grown + tmp_used < self.limit and time.monotonic() - self._count_time < RECOUNT_S:
             return None
         self._fs_at_count = (used, inodes)
         self._counted = max(usage(self.workspace) - self.base, 0)
