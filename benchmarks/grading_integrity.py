@@ -19,8 +19,8 @@ import os
 import statistics
 import time
 
-from frog_gym import paths
 from frog_gym.grading import grade, run_tests, scope
+from frog_gym.reaper import work_dir
 from frog_gym.snapshot import prepare
 from frog_gym.spec import load_repo
 from frog_gym.task import load_task
@@ -57,7 +57,7 @@ def main() -> None:
         repo = prepare(load_repo(task.repo))
         template = template_for(repo, task.bug_patch, tid)
         changes = gold_changes(repo, task, template)
-        scratch = Workspace(paths.home() / "work" / f"bench-{os.getpid()}")
+        scratch = Workspace(work_dir())
         try:
             plain, guarded = [], []
             for i in range(args.n * 2):

@@ -134,18 +134,27 @@ def _episode(spec_toml: str, agent: str, opts: dict[str, Any], label: str, task_
     return d
 
 
-def _init_worker() -> None:
+def _init_worker(parent: int) -> None:
     # Ctrl-C goes to the whole process group; the parent decides. On its SIGTERM a worker closes its env
-    # (killing the sandbox and removing the workspace) and exits.
+    # (killing the sandbox and removing the workspace) and exits; the kernel sends it SIGTERM when the parent
+    # dies, SIGKILL included. A worker that ends normally closes its env too.
     import signal
+    from multiprocessing.util import Finalize
 
-    def stop(signum: int, frame: Any) -> None:
+    from frog_gym.reaper import die_with_parent
+
+    def close_env() -> None:
         if _ENV is not None:
             _ENV.close()
+
+    def stop(signum: int, frame: Any) -> None:
+        close_env()
         os._exit(1)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, stop)
+    die_with_parent(parent)
+    Finalize(None, close_env, exitpriority=10)
 
 
 # -- driver side ------------------------------------------------------------------------------------
@@ -205,7 +214,8 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
                 record(_episode(spec_toml, agent, opts, label, task_id, sample, str(out)))
         else:
             ctx = multiprocessing.get_context("spawn")
-            pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
+            pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                                         initargs=(os.getpid(),))
             try:
                 futures = [pool.submit(_episode, spec_toml, agent, opts, label, t, s, str(out)) for t, s in pending]
                 for fut in cf.as_completed(futures):

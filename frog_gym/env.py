@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import shutil
 import time
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 
-from frog_gym import paths
 from frog_gym.errors import FrogGymError, SandboxError, UnknownNameError
 from frog_gym.grading import GradeReport, grade
 from frog_gym.prompt import render_prompt
+from frog_gym.reaper import work_dir
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox import Sandbox, make_sandbox
 from frog_gym.snapshot import PreparedRepo, prepare
@@ -84,7 +83,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self.render_mode = render_mode
         self.action_space = UnicodeText(4096)
         self.observation_space = UnicodeText(MAX_OBS_CHARS)
-        self._dir = paths.home() / "work" / uuid.uuid4().hex[:16]
+        self._dir = work_dir()  # named after this process: the reaper removes it if the driver dies
         self._ws = Workspace(self._dir / "ws")
         self._scratch = Workspace(self._dir / "grade")
         self._tools = FileTools(self._ws.path)
@@ -111,6 +110,8 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self.task = load_task(task_id)
         repo = prepare(load_repo(self.task.repo))
         self._template = template_for(repo, self.task.bug_patch, task_id)
+        if self._sandbox is not None:
+            self._sandbox.kill_all()  # no process of the last episode may race the sync below
         self._ws.sync(self._template)
         self._tools.reset()
         if self._sandbox is None or self._repo is None or self._repo.venv != repo.venv:
@@ -125,7 +126,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self.last_report = None
         prompt = render_prompt(self.task, self._sandbox.root)
         self._transcript = [f"=== task {task_id} ===\n{prompt}"]
-        return prompt, self._info()
+        return prompt, {**self._info(), "bounds": dict(self._sandbox.bounds)}
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._done or self.task is None:
@@ -204,7 +205,8 @@ class FrogSWEEnv(gym.Env[str, Any]):
         return None
 
     def _grade(self) -> GradeReport:
-        assert self._repo and self.task and self._template
+        assert self._repo and self.task and self._template and self._sandbox
+        self._sandbox.kill_all()  # nothing the agent started may run while its changes are read
         changes = self._ws.changes()
         self.last_report = grade(self._repo, self.task, self._template, changes, self._scratch,
                                  timeout=self.grade_timeout_s, backend=self.backend, unread=self._ws.skipped)

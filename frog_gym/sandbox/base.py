@@ -21,10 +21,14 @@ class Limits:
         command_timeout: wall seconds per command; at the limit the command's whole process tree dies.
         output_cap: bytes of output kept per command (head and tail); the rest is counted and dropped.
         memory_bytes: address-space limit per process (RLIMIT_AS).
+        sandbox_memory_bytes: memory of the whole sandbox, every process and its /tmp together (a memory
+            cgroup where this machine lets frog-gym make one; ``info["bounds"]`` says which bound is active).
         cpu_seconds: CPU-time limit per process (RLIMIT_CPU).
         file_bytes: largest file a process may write (RLIMIT_FSIZE).
         max_processes: processes and threads alive at once in the sandbox (pids cgroup, else RLIMIT_NPROC).
         tmp_bytes: size of the private /tmp.
+        disk_bytes: bytes the sandbox may add to the workspace and its /tmp together; a command that goes over
+            fails with a message saying so, and the episode goes on.
     """
 
     command_timeout: float = 30.0
@@ -34,10 +38,12 @@ class Limits:
     file_bytes: int = 512 << 20
     max_processes: int = 256
     tmp_bytes: int = 512 << 20
+    sandbox_memory_bytes: int = 4 << 30
+    disk_bytes: int = 1 << 30
 
     def __post_init__(self) -> None:
         for name in ("command_timeout", "output_cap", "memory_bytes", "cpu_seconds", "file_bytes",
-                     "max_processes", "tmp_bytes"):
+                     "max_processes", "tmp_bytes", "sandbox_memory_bytes", "disk_bytes"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"Limits.{name} must be positive, got {getattr(self, name)!r}")
 
@@ -73,6 +79,8 @@ class Sandbox(Protocol):
 
     root: str
     host_root: Path
+    bounds: dict[str, str]
+    """Which bound is active for processes, memory and disk, in words (``info["bounds"]``)."""
 
     def run(self, command: str, timeout: float | None = None) -> ExecResult:
         """Run ``command`` in the episode's persistent shell (cwd and exported variables persist)."""
@@ -84,6 +92,16 @@ class Sandbox(Protocol):
 
     def restart(self) -> None:
         """Kill everything running and start a fresh shell (used by reset)."""
+        ...
+
+    def kill_all(self) -> None:
+        """Kill every process the episode started, the shell included, and return once they are gone.
+
+        The host calls it before it touches the workspace (reset's sync, collecting changes for grading), so
+        no agent process can race those file operations. The next ``run()`` or ``restart()`` starts a fresh
+        shell. A sandbox in which no command ran since its shell started holds no agent process; killing it
+        is then a no-op.
+        """
         ...
 
     def close(self) -> None:

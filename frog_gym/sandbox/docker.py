@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from frog_gym.errors import SandboxError
 from frog_gym.sandbox.base import ClosingOnExit, ExecResult, Limits
+from frog_gym.sandbox.budget import DiskBudget, over_budget_message
 from frog_gym.sandbox.images import SANDBOX_UID, docker_client, image_for
 from frog_gym.sandbox.local import _Capture, base_env
 
@@ -187,8 +188,8 @@ class DockerSandbox(ClosingOnExit):
     Args:
         workspace: the host folder mounted writable at ``/testbed``.
         repo: the prepared repository whose image (base plus venv) to run; None: the base image.
-        limits: resource bounds (``memory_bytes`` bounds each process, as in the local backend, and the
-            container as a whole).
+        limits: resource bounds (``memory_bytes`` bounds each process, as in the local backend;
+            ``sandbox_memory_bytes`` the container as a whole).
         binds: extra ``(host_path, sandbox_path, writable)`` mounts (grading's report folder).
         image: run this image instead (a SWE-bench instance image, say); it needs bash and ``setpriv``.
         env: extra environment variables (the repository spec's ``install.env`` by default).
@@ -228,7 +229,14 @@ class DockerSandbox(ClosingOnExit):
         self._marker = f"\x1f{uuid.uuid4().hex}\n".encode()
         self._pending = False
         self._closed = False
+        self._budget = DiskBudget(self.host_root, self.limits.disk_bytes)
+        self._budget_from_here = True
         self.restarts = 0
+        gib = self.limits.sandbox_memory_bytes / (1 << 30)
+        self.bounds = {"processes": f"container pids limit: {self.limits.max_processes} processes",
+                       "memory": f"container memory limit: {gib:g} GiB for the whole sandbox",
+                       "disk": f"{self.limits.disk_bytes / (1 << 30):g} GiB written to /testbed, checked after every "
+                               "command", "kill": "by the container's PID 1"}
 
     # -- the container --------------------------------------------------------------------------------
     def _drop_to_user(self) -> list[str]:
@@ -248,8 +256,8 @@ class DockerSandbox(ClosingOnExit):
         return dict(
             image=self.image, command=command, user="0:0", working_dir=TESTBED, environment=env, hostname="sandbox",
             labels={**_owner_labels(), **labels}, network_mode="none", read_only=self.read_only, mounts=mounts,
-            tmpfs={"/tmp": f"size={lim.tmp_bytes},mode=1777,exec"}, mem_limit=lim.memory_bytes,
-            memswap_limit=lim.memory_bytes, pids_limit=lim.max_processes, nano_cpus=int(self.cpus * 1e9),
+            tmpfs={"/tmp": f"size={min(lim.tmp_bytes, lim.disk_bytes)},mode=1777,exec"},
+            mem_limit=lim.sandbox_memory_bytes, memswap_limit=lim.sandbox_memory_bytes, pids_limit=lim.max_processes, nano_cpus=int(self.cpus * 1e9),
             cap_drop=["ALL"], cap_add=["KILL", "SETUID", "SETGID", "SETPCAP", "DAC_OVERRIDE"],
             security_opt=["no-new-privileges"], ulimits=[ul(name="core", soft=0, hard=0),
                                                          ul(name="cpu", soft=lim.cpu_seconds, hard=lim.cpu_seconds),
@@ -408,6 +416,9 @@ class DockerSandbox(ClosingOnExit):
             self._restart_shell()
         self._ready()
         assert self._shell is not None
+        if self._budget_from_here:
+            self._budget.begin()
+            self._budget_from_here = False
         timeout = self.limits.command_timeout if timeout is None else timeout
         cap = _Capture(self.limits.output_cap)
         wrapped = (f"eval {shlex.quote(command)} </dev/null 3>&-\n"
@@ -445,6 +456,10 @@ class DockerSandbox(ClosingOnExit):
                 if killed:
                     cap.feed(f"\n[{killed} background processes were killed: the sandbox was near its limit "
                              f"of {self.limits.max_processes} processes]\n".encode())
+        over = self._budget.over(None)  # after every command; the container's /tmp is a tmpfs within budget
+        if over is not None:
+            cap.feed(over_budget_message(self.limits.disk_bytes, over).encode())
+            code = code if code not in (0, None) else 1
         out, dropped = cap.text()
         return ExecResult(out, code, timed_out, cap.total, dropped, time.monotonic() - start)
 
@@ -528,6 +543,7 @@ class DockerSandbox(ClosingOnExit):
         when it is alive (a new ``exec`` of bash), else in a new one."""
         if self._closed:
             raise SandboxError("restart() on a closed sandbox")
+        self._budget_from_here = True
         if self._pending and self._shell is not None and not self._shell.eof:
             try:
                 self._ready()
@@ -547,9 +563,27 @@ class DockerSandbox(ClosingOnExit):
             self._supervise("kill 0")
         self._start_shell()
 
+    def kill_all(self) -> None:
+        """Kill every process of the episode, the shell included (see :class:`~frog_gym.sandbox.base.Sandbox`).
+
+        PID 1 (the supervisor, not the agent's) kills every other process until none is left; a container
+        whose supervisor does not answer is removed. The next command starts a fresh shell.
+        """
+        if self._closed or self.container is None:
+            return
+        if self._alive() and self._supervise("kill 0") is not None:
+            if self._shell is not None:
+                self._shell.close()
+            self._shell = None
+            self._exec_id = self._shell_pid = None
+            self._pending = False
+            return
+        self._drop_container()
+
     def close(self) -> None:
         """Remove the container and everything in it. Safe to call twice."""
         if self._closed:
             return
         self._closed = True
         self._drop_container()
+        self._budget.close()

@@ -3,9 +3,12 @@
 Inside, the agent sees the workspace at ``/testbed`` (writable), the system directories, the Python
 installation and the repository's venv (read-only), a private ``/tmp``, a loopback-only network of its
 own, and nothing else: not the frog-gym cache, not the task files, not the home directory. Processes run
-as an unprivileged user with no capabilities, bounded by rlimits (memory, CPU time, file size) and a pids
-cgroup (process count). A timed-out command's whole process tree dies, ``setsid`` children included,
-because the kill is by PID namespace rather than by process group; the shell survives.
+as an unprivileged user with no capabilities, bounded by rlimits (memory, CPU time, file size), cgroups
+(process count, and the memory of the whole sandbox, see :mod:`frog_gym.sandbox.cgroups`) and a disk budget
+(:mod:`frog_gym.sandbox.budget`). A timed-out command's whole process tree dies, ``setsid`` children
+included, because the kill is by PID namespace rather than by process group; the shell survives.
+``kill_all()`` kills the whole sandbox, shell included, by cgroup (verified empty) before the host touches
+the workspace; the next command starts in a warm spare sandbox.
 
 Example:
     >>> import tempfile, pathlib
@@ -18,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import os
 import resource
 import select
@@ -26,19 +30,23 @@ import shutil
 import signal
 import subprocess
 import sys
-from concurrent.futures import Future, ThreadPoolExecutor
 import threading
 import time
-import uuid
 import warnings
+import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from frog_gym import paths
 from frog_gym.errors import SandboxError, SandboxUnavailableError
+from frog_gym.sandbox import owner
 from frog_gym.sandbox.base import ClosingOnExit, ExecResult, Limits
+from frog_gym.sandbox.budget import DiskBudget, open_dir, over_budget_message
+from frog_gym.sandbox.cgroups import SandboxCgroup
 
 TESTBED = "/testbed"
 _EOF = "\x00eof"
+SPARE_DELAY_S = 0.05
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.conf", "protocols", "services",
         "mime.types", "localtime", "ssl")
 _INSTALL_HINT = ("bubblewrap (bwrap) is not installed. Install it with `sudo apt-get install bubblewrap` "
@@ -80,45 +88,6 @@ def base_env(venv: Path | None, extra: dict[str, str] | None = None) -> dict[str
         env["PATH"] = f"{venv}/bin:{path}"
     env.update(extra or {})
     return env
-
-
-class _PidsCgroup:
-    """A pids cgroup bounding the sandbox's process count, where this machine lets us make one."""
-
-    def __init__(self, max_pids: int):
-        self.path: Path | None = None
-        for root in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
-            if not (root / "cgroup.procs").exists() or (root == Path("/sys/fs/cgroup") and
-                                                        not (root / "cgroup.controllers").exists()):
-                continue
-            try:
-                own = next(line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
-                           if line.split(":", 2)[1] in (("pids",) if root.name == "pids" else ("",)))
-                path = root / own.lstrip("/") / f"frog-gym-{uuid.uuid4().hex[:12]}"
-                path.mkdir()
-                (path / "pids.max").write_text(str(max_pids))
-                self.path = path
-                return
-            except (OSError, StopIteration):
-                continue
-
-    def enter(self) -> None:
-        """Move the calling process into the cgroup (called in the child before exec)."""
-        if self.path is not None:
-            (self.path / "cgroup.procs").write_text(str(os.getpid()))
-
-    def remove(self) -> None:
-        """Remove the cgroup, or leave it to the next sweep while the kernel is still reaping its tasks."""
-        if self.path is None:
-            return
-        own, self.path = self.path, None
-        now = time.time()
-        for cg in own.parent.glob("frog-gym-*"):
-            try:  # a busy cgroup refuses rmdir, so sweeping old ones never disturbs a live sandbox
-                if cg == own or now - cg.stat().st_mtime > 30:
-                    cg.rmdir()
-            except OSError:
-                pass
 
 
 class _Capture:
@@ -194,16 +163,31 @@ class LocalSandbox(ClosingOnExit):
         self.binds = binds
         self._bwrap = bwrap_path() if isolated else ""
         self._proc: subprocess.Popen[bytes] | None = None
-        self._cgroup: _PidsCgroup | None = None
+        self._cgroup: SandboxCgroup | None = None
         self._ctl_r = -1
         self._ns: str | None = None
         self._shell_nspid: int | None = None
         self._closed = False
         self._pending = False
         self._init_pid: int | None = None
-        self._spare: Future[tuple[subprocess.Popen[bytes], _PidsCgroup, int, int] | None] | None = None
+        self._spare: Future[tuple[subprocess.Popen[bytes], SandboxCgroup, int, int] | None] | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._hurry = threading.Event()
+        self._tmp_fd: int | None = None
+        self._used = False
+        self._budget = DiskBudget(self.host_root, self.limits.disk_bytes)
+        self._budget_from_here = True
         self.restarts = 0
+        if isolated:
+            from frog_gym.reaper import reap_once
+
+            reap_once()
+        _OPEN.add(self)
+
+    @property
+    def bounds(self) -> dict[str, str]:
+        """Which bound is active for processes, memory and disk, in words (``info["bounds"]``)."""
+        return _bounds(self.limits)
 
     # -- launching ----------------------------------------------------------------------------------
     def _argv(self, command: list[str]) -> list[str]:
@@ -216,7 +200,8 @@ class LocalSandbox(ClosingOnExit):
                 a += ["--symlink", os.readlink(top), top]
             elif os.path.isdir(top) and top != "/opt":
                 a += ["--ro-bind", top, top]
-        a += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]
+        a += ["--proc", "/proc", "--dev", "/dev", "--size", str(min(self.limits.tmp_bytes, self.limits.disk_bytes)),
+              "--tmpfs", "/tmp"]
         for name in _ETC:
             a += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         etc = _etc_dir()
@@ -238,30 +223,33 @@ class LocalSandbox(ClosingOnExit):
         a += ["--chdir", TESTBED, "--", *command]
         return a
 
-    def _preexec(self, cgroup: _PidsCgroup) -> None:
+    def _preexec(self, cgroup: SandboxCgroup) -> None:
         lim = self.limits
         resource.setrlimit(resource.RLIMIT_AS, (lim.memory_bytes, lim.memory_bytes))
         resource.setrlimit(resource.RLIMIT_CPU, (lim.cpu_seconds, lim.cpu_seconds))
         resource.setrlimit(resource.RLIMIT_FSIZE, (lim.file_bytes, lim.file_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if cgroup.path is None:
+        if cgroup.pids_path is None:
             resource.setrlimit(resource.RLIMIT_NPROC, (lim.max_processes, lim.max_processes))
         cgroup.enter()
 
-    def _spawn(self, command: list[str], pass_fds: tuple[int, ...] = ()) -> tuple[subprocess.Popen[bytes], _PidsCgroup]:
-        cgroup = _PidsCgroup(self.limits.max_processes)
+    def _spawn(self, command: list[str], pass_fds: tuple[int, ...] = ()) -> tuple[subprocess.Popen[bytes], SandboxCgroup]:
+        cgroup = SandboxCgroup(self.limits.max_processes, self.limits.sandbox_memory_bytes)
+        # The launcher's environment names its owner: where no cgroup could be made, the reaper finds a dead
+        # driver's sandboxes by it (bubblewrap clears it for the sandboxed command).
+        env = {**os.environ, "FROG_GYM_SANDBOX_OWNER": owner.token()}
         try:
             proc = subprocess.Popen(self._argv(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, pass_fds=pass_fds,
                                     preexec_fn=lambda: self._preexec(cgroup), close_fds=True,
-                                    **({} if self.isolated else {"cwd": self.host_root, "env": self.env,
-                                                                 "start_new_session": True}))
+                                    **({"env": env} if self.isolated else {"cwd": self.host_root, "env": self.env,
+                                                                           "start_new_session": True}))
         except OSError as e:
             cgroup.remove()
             raise SandboxError(f"could not start bubblewrap: {e}") from e
         return proc, cgroup
 
-    def _launch(self) -> tuple[subprocess.Popen[bytes], _PidsCgroup, int, int]:
+    def _launch(self) -> tuple[subprocess.Popen[bytes], SandboxCgroup, int, int]:
         """Start a sandboxed shell and send its handshake; returns (process, cgroup, control fd, its number)."""
         ctl_r, ctl_w = os.pipe()
         try:
@@ -278,7 +266,12 @@ class LocalSandbox(ClosingOnExit):
             pass
         return proc, cgroup, ctl_r, ctl_w
 
-    def _make_spare(self) -> tuple[subprocess.Popen[bytes], _PidsCgroup, int, int] | None:
+    def _make_spare(self, hurry: threading.Event) -> tuple[subprocess.Popen[bytes], SandboxCgroup, int, int] | None:
+        # Started at a reset: wait a moment, so the launch (a fork of this process) does not stall the reset
+        # that asked for it, unless the spare is needed now.
+        hurry.wait(SPARE_DELAY_S)
+        if self._closed:
+            return None
         try:
             return self._launch()
         except SandboxError:
@@ -292,6 +285,7 @@ class LocalSandbox(ClosingOnExit):
         """
         spare = None
         if self._spare is not None:
+            self._hurry.set()
             spare = self._spare.result()
             self._spare = None
         if spare is None or spare[0].poll() is not None:
@@ -302,7 +296,8 @@ class LocalSandbox(ClosingOnExit):
         self._ctl_buf = b""
         self._pending = True
         if not self._closed:
-            self._spare = self._worker().submit(self._make_spare)
+            self._hurry = threading.Event()
+            self._spare = self._worker().submit(self._make_spare, self._hurry)
 
     def _worker(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -310,19 +305,10 @@ class LocalSandbox(ClosingOnExit):
         return self._pool
 
     @staticmethod
-    def _discard(spare: tuple[subprocess.Popen[bytes], _PidsCgroup, int, int]) -> None:
+    def _discard(spare: tuple[subprocess.Popen[bytes], SandboxCgroup, int, int]) -> None:
         proc, cgroup, ctl_r, _ = spare
-        if proc.poll() is None:
-            proc.kill()  # not yet used by anyone: the namespace holds only bwrap and an idle bash
-        proc.wait()
-        for f in (proc.stdin, proc.stdout):
-            try:
-                if f:
-                    f.close()
-            except OSError:
-                pass
+        _terminate(proc, cgroup)
         os.close(ctl_r)
-        cgroup.remove()
 
     def _ready(self) -> None:
         """Wait for the shell's handshake (it boots while the caller does other work)."""
@@ -425,17 +411,32 @@ class LocalSandbox(ClosingOnExit):
         if self._proc is None or self._proc.poll() is not None:
             self._restart_shell()
         self._ready()
+        if self._budget_from_here:  # the episode's first command: what is in the workspace now is not charged
+            self._budget.begin()
+            self._budget_from_here = False
         timeout = self.limits.command_timeout if timeout is None else timeout
         cap = _Capture(self.limits.output_cap)
         fd = self._ctl_fd
         wrapped = (f"eval {shlex.quote(command)} </dev/null {fd}>&-\n"
                    f"printf '\\036%s\\n' $? >&{fd}\n").encode("utf-8", "surrogateescape")
         start = time.monotonic()
+        self._used = True
         self._send(wrapped)
-        line = self._read_ctl(start + timeout, cap)
+        over = None
+        while True:  # the disk budget is checked while the command runs, twice a second
+            line = self._read_ctl(min(start + timeout, time.monotonic() + 0.5), cap)
+            if line is not None or time.monotonic() >= start + timeout:
+                break
+            over = self._budget.over(self._tmp())
+            if over is not None:
+                break
         timed_out = False
         code = None
-        if line is None:
+        if line is None and over is not None:  # stop at once: a loop in the shell itself would go on writing
+            self._restart_shell()
+            cap.feed(b"\n[every process of the sandbox was killed; a new shell was started in /testbed: cd and "
+                     b"exported variables were reset]\n")
+        elif line is None:
             timed_out = True
             self._kill_children()
             line = self._read_ctl(time.monotonic() + 2.0, cap)
@@ -452,14 +453,25 @@ class LocalSandbox(ClosingOnExit):
             self._restart_shell()
         else:
             self._reap_if_crowded(cap)
+        if over is None:
+            over = self._budget.over(self._tmp())
         seconds = time.monotonic() - start
         if line and line is not _EOF and line.startswith("\x1e") and not timed_out:
             try:
                 code = int(line[1:])
             except ValueError:
                 code = None
+        if over is not None:
+            cap.feed(over_budget_message(self.limits.disk_bytes, over).encode())
+            code = code if code not in (0, None) else 1
         out, dropped = cap.text()
         return ExecResult(out, code, timed_out, cap.total, dropped, seconds)
+
+    def _tmp(self) -> int | None:
+        """A descriptor of the sandbox's /tmp seen from the host (its init's root), for the disk budget."""
+        if self._tmp_fd is None and self._init_pid is not None:
+            self._tmp_fd = open_dir(f"/proc/{self._init_pid}/root/tmp")
+        return self._tmp_fd
 
     # -- one-shot processes (grading) -----------------------------------------------------------------
     def exec(self, argv: list[str], timeout: float, env: dict[str, str] | None = None) -> ExecResult:
@@ -473,25 +485,38 @@ class LocalSandbox(ClosingOnExit):
         assert proc.stdout is not None and proc.stdin is not None
         proc.stdin.close()
         cap = _Capture(self.limits.output_cap)
-        start = time.monotonic()
+        start = checked = time.monotonic()
+        budget = DiskBudget(self.host_root, self.limits.disk_bytes)
+        budget.begin()
         fd = proc.stdout.fileno()
         timed_out = False
+        over = None
         while True:
-            left = start + timeout - time.monotonic()
+            now = time.monotonic()
+            left = start + timeout - now
             if left <= 0:
                 timed_out = True
                 break
+            if now - checked >= 0.5:
+                checked = now
+                over = budget.over(None)  # /tmp is a tmpfs no larger than the budget
+                if over is not None:
+                    break
             ready, _, _ = select.select([fd], [], [], min(left, 0.5))
             if ready:
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     break
                 cap.feed(chunk)
-        if timed_out:
+        if timed_out or over is not None:
             proc.kill()
         code = proc.wait()
-        proc.stdout.close()
-        cgroup.remove()
+        # The process is done, but what it left running (a daemon, say) dies with its sandbox, now.
+        _terminate(proc, cgroup)
+        budget.close()
+        if over is not None:
+            cap.feed(over_budget_message(self.limits.disk_bytes, over).encode())
+            code = code if code not in (0, None) else 1
         out, dropped = cap.text()
         return ExecResult(out, None if timed_out else code, timed_out, cap.total, dropped,
                           time.monotonic() - start)
@@ -511,12 +536,9 @@ class LocalSandbox(ClosingOnExit):
                 except (OSError, IndexError):
                     pass
             return pids
-        if self._cgroup is not None and self._cgroup.path is not None:
-            try:  # the cgroup lists exactly the sandbox's processes (plus the outer bwrap)
-                listed = [int(p) for p in (self._cgroup.path / "cgroup.procs").read_text().split()]
-                return [p for p in listed if _ns_of(p) == self._ns]
-            except (OSError, ValueError):
-                pass
+        if self._cgroup is not None and self._cgroup.paths:
+            # the cgroup lists exactly the sandbox's processes (plus the outer bwrap)
+            return [p for p in self._cgroup.procs() if _ns_of(p) == self._ns]
         for name in os.listdir("/proc"):
             if name.isdigit() and _ns_of(int(name)) == self._ns:
                 pids.append(int(name))
@@ -537,10 +559,10 @@ class LocalSandbox(ClosingOnExit):
 
     def _reap_if_crowded(self, cap: _Capture) -> None:
         """Background processes may outlive their command, but not crowd the process limit (a fork bomb)."""
-        if self._cgroup is None or self._cgroup.path is None:
+        if self._cgroup is None or self._cgroup.pids_path is None:
             return
         try:
-            current = int((self._cgroup.path / "pids.current").read_text())
+            current = int((self._cgroup.pids_path / "pids.current").read_text())
         except (OSError, ValueError):
             return
         if current > self.limits.max_processes // 2:
@@ -550,41 +572,33 @@ class LocalSandbox(ClosingOnExit):
                      f"{self.limits.max_processes} processes]\n".encode())
 
     def _kill_all(self) -> None:
-        if self._proc is not None and self._ns is None and self._proc.poll() is None:
-            self._ns = self._find_ns()
+        """Kill the sandbox (every process in it, verified) and forget it; the next command starts a new one."""
         self._pending = False
         if self._proc is not None:
-            # When a PID namespace's init dies the kernel kills every process in it; kill the init directly,
-            # since waiting for --die-with-parent to cascade from the outer bwrap takes seconds.
-            if self._init_pid is not None:
-                try:
-                    os.kill(self._init_pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self._init_pid = None
-            if self._proc.poll() is None:
-                self._proc.kill()
-            old = (self._proc, self._cgroup, self._ctl_r)
+            proc, cgroup, ctl_r = self._proc, self._cgroup, self._ctl_r
             self._proc, self._cgroup, self._ctl_r = None, None, -1
-            if self._closed:
-                self._reap(*old)
-            else:  # everything is dead already; waiting for the kernel to tidy up can happen off the hot path
-                self._worker().submit(self._reap, *old)
+            if self._closed or cgroup is None or not cgroup.kill(until_gone=False):
+                _terminate(proc, cgroup)
+            else:  # every process is past the point of no return; the kernel's teardown need not be waited for
+                self._worker().submit(_terminate, proc, cgroup)
+            if ctl_r >= 0:
+                os.close(ctl_r)
         self._ns = None
+        self._init_pid = None
+        self._used = False
+        if self._tmp_fd is not None:
+            os.close(self._tmp_fd)
+            self._tmp_fd = None
 
-    @staticmethod
-    def _reap(proc: subprocess.Popen[bytes], cgroup: _PidsCgroup | None, ctl_r: int) -> None:
-        proc.wait()
-        for f in (proc.stdin, proc.stdout):
-            try:
-                if f:
-                    f.close()
-            except OSError:
-                pass
-        if ctl_r >= 0:
-            os.close(ctl_r)
-        if cgroup is not None:
-            cgroup.remove()
+    def kill_all(self) -> None:
+        """Kill every process of the episode, the shell included; see :class:`~frog_gym.sandbox.base.Sandbox`.
+
+        The whole sandbox goes: every process in its cgroup (or, where there is none, its PID namespace) is
+        killed and this returns once none runs. The next command starts in a fresh sandbox (a warm spare).
+        """
+        if self._closed or (not self._used and self._proc is not None and self._proc.poll() is None):
+            return  # no command ran in this shell since it started: nothing of the agent's is alive
+        self._kill_all()
 
     def _restart_shell(self) -> None:
         self._kill_all()
@@ -595,32 +609,16 @@ class LocalSandbox(ClosingOnExit):
     def restart(self) -> None:
         """Kill everything and start a fresh shell at /testbed, with an empty /tmp.
 
-        When the shell is alive, this happens inside the sandbox: every other process is killed, /tmp and
-        System V IPC are emptied, and the shell ``exec``s a fresh bash with the pinned environment (same
-        namespaces and cgroup, no new bwrap). Otherwise a new sandbox is started.
+        A sandbox where a command ran is killed whole (:meth:`kill_all`) and a warm spare takes its place;
+        a fresh one is kept. The disk budget starts again from the workspace as it is at the next command.
         """
         if self._closed:
             raise SandboxError("restart() on a closed sandbox")
-        if self.isolated and self._proc is not None and self._proc.poll() is None:
-            try:
-                self._ready()
-            except SandboxError:
-                pass
-        if self.isolated and self._proc is not None and self._proc.poll() is None and self._ns is not None:
-            self._kill_children()
-            assign = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(self.env.items()))
-            # Builtins only, so a reset costs one exec: empty /tmp and SysV IPC only when there is something.
-            self._send((f"shopt -s dotglob nullglob; set -- /tmp/*; [ $# -gt 0 ] && rm -rf -- \"$@\" 2>/dev/null; "
-                        "for f in shm msg sem; do mapfile -t l < /proc/sysvipc/$f; "
-                        "[ ${#l[@]} -gt 1 ] && { ipcrm -a 2>/dev/null; break; }; done; "
-                        f"cd {TESTBED} && exec -c /bin/bash --noprofile --norc\n"
-                        f"export {assign}; set +o history; PS1=''; PS2=''; exec 2>&1; "
-                        f"printf 'ready %s\\n' $$ >&{self._ctl_fd}\n").encode())
-            self._ctl_buf = b""
-            self._pending = True
-            return
-        self._kill_all()
-        self._start_shell()
+        self.kill_all()
+        self._budget_from_here = True
+        if self._proc is None or self._proc.poll() is not None:
+            self._kill_all()
+            self._start_shell()
 
     def close(self) -> None:
         """Kill every process of the sandbox. Safe to call twice."""
@@ -628,6 +626,7 @@ class LocalSandbox(ClosingOnExit):
             return
         self._closed = True
         self._kill_all()
+        self._hurry.set()
         if self._spare is not None:
             spare = self._spare.result()
             self._spare = None
@@ -636,6 +635,97 @@ class LocalSandbox(ClosingOnExit):
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        self._budget.close()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(k) for t in os.listdir(f"/proc/{pid}/task")
+                for k in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _terminate(proc: subprocess.Popen[bytes], cgroup: SandboxCgroup | None) -> None:
+    """Kill a sandbox started by ``_spawn``, every process in it, and reap its launcher.
+
+    By cgroup where there is one. Otherwise the launcher (the outer bubblewrap) is stopped first, so that
+    it starts nothing more, then what it started is killed: the init of the sandbox's PID namespace, whose
+    death takes every process of the namespace with it; a pidfd says when each is gone. (Killing only the
+    launcher is not enough: an inner bubblewrap still setting up has no parent-death signal yet and lives
+    on, orphaned, as the init of its namespace.)
+    """
+    if cgroup is None or not cgroup.kill():
+        fds = []
+        try:
+            os.kill(proc.pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            pass
+        for kid in _children(proc.pid):  # stopped, the launcher cannot reap them: their PIDs stay theirs
+            try:
+                fd = os.pidfd_open(kid)
+            except OSError:
+                continue
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except OSError:
+                pass
+            fds.append(fd)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL) if proc.pid == os.getpgid(proc.pid) else proc.kill()
+        except OSError:
+            pass
+        for fd in fds:
+            select.select([fd], [], [], 10)
+            os.close(fd)
+    if proc.poll() is None:
+        proc.kill()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    for f in (proc.stdin, proc.stdout):
+        try:
+            if f:
+                f.close()
+        except OSError:
+            pass
+    if cgroup is not None:
+        cgroup.remove()
+
+
+_OPEN: weakref.WeakSet[LocalSandbox] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open() -> None:
+    """A driver that exits without ``close()`` still kills its sandboxes (SIGKILL: the reaper does)."""
+    for sb in list(_OPEN):
+        try:
+            sb.close()
+        except Exception:  # noqa: BLE001, S110 (nothing to report to at interpreter exit)
+            pass
+
+
+_BOUNDS: dict[tuple[int, int, int], dict[str, str]] = {}
+
+
+def _bounds(lim: Limits) -> dict[str, str]:
+    key = (lim.max_processes, lim.sandbox_memory_bytes, lim.memory_bytes)
+    if key not in _BOUNDS:
+        probe = SandboxCgroup(lim.max_processes, lim.sandbox_memory_bytes)
+        gib = lim.sandbox_memory_bytes / (1 << 30)
+        _BOUNDS[key] = {
+            "processes": (f"pids cgroup: {lim.max_processes} processes" if probe.pids_path is not None else
+                          f"RLIMIT_NPROC: {lim.max_processes} processes (binds no root; no pids cgroup here)"),
+            "memory": (f"memory cgroup: {gib:g} GiB for the whole sandbox" if probe.bounds_memory() else
+                       f"RLIMIT_AS: {lim.memory_bytes / (1 << 30):g} GiB per process (no memory cgroup here)"),
+            "disk": (f"{lim.disk_bytes / (1 << 30):g} GiB written to /testbed and /tmp, checked after every command "
+                     "and twice a second while one runs"),
+            "kill": "by cgroup" if probe.paths else "by PID namespace",
+        }
+        probe.remove()
+    return _BOUNDS[key]
 
 
 class UnsandboxedWarning(UserWarning):
