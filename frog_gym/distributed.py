@@ -76,6 +76,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, object_s
         return ray
     common = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if not address or address == "local":
+        _loopback_only(ray)
         ray.init(num_cpus=num_cpus, object_store_memory=object_store_mb * 2**20, **common)
         return ray
     if address != "auto":
@@ -89,16 +90,50 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, object_s
             raise RayError(f"Cannot reach the Ray cluster at {address}: {e.strerror or e}. Start one with `ray "
                            "start --head` and pass the address it prints, or omit the address to start a local "
                            "Ray.") from None
-    auth_error = getattr(ray.exceptions, "AuthenticationError", ())
+    if address != "auto":
+        _check_token(ray, address)
     try:
         ray.init(address=address, **common)
-    except auth_error as e:  # type: ignore[misc]
-        raise RayError(f"The Ray cluster at {address} refused this driver's authentication token ({_first(e)}). "
-                       "Set RAY_AUTH_TOKEN to the cluster's token (`ray get-auth-token` on its head node).") from None
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise RayError(f"Cannot join the Ray cluster at {address}: {_first(e)}. Check the address printed by "
                        "`ray start --head` and that this driver runs the same Ray and Python versions.") from None
     return ray
+
+
+def _check_token(ray: Any, address: str) -> None:
+    """Ask the cluster's GCS for its id once: a wrong token fails here in about a second with a clear
+    error, where ``ray.init`` would retry for half a minute and then report a failed connection. Ray's own
+    log line about the refusal (written by its C++ client to stderr) is silenced for the probe."""
+    auth_error = getattr(ray.exceptions, "AuthenticationError", None)
+    try:
+        from ray._raylet import GcsClient
+    except ImportError:  # pragma: no cover (a Ray without it: ray.init reports)
+        return
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            try:
+                GcsClient(address=address)
+            finally:
+                os.dup2(saved, 2)
+    except Exception as e:  # noqa: BLE001 (anything but a refused token is left to ray.init to report)
+        if auth_error is not None and isinstance(e, auth_error):
+            raise RayError(f"The Ray cluster at {address} refused this driver's authentication token. Set "
+                           "RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) to the cluster's token: `ray get-auth-token` "
+                           "on its head node prints it.") from None
+    finally:
+        os.close(saved)
+
+
+def _loopback_only(ray: Any) -> None:
+    """A Ray started here serves only this machine: keep its nodes on 127.0.0.1 (Ray otherwise binds and
+    advertises the address of the default route's interface). Ray's switch for this is
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read at import, so the module constant is set as well."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False
 
 
 def _first(e: BaseException) -> str:
