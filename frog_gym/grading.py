@@ -15,7 +15,7 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -91,7 +91,8 @@ class GradeReport:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GradeReport:
-        d = dict(d)
+        known = {f.name for f in fields(cls)}  # a grade cached by another version may carry more
+        d = {k: v for k, v in d.items() if k in known}
         d["resolved"] = ResolvedStatus(d["resolved"])
         return cls(**d)
 
