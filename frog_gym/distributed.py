@@ -429,6 +429,31 @@ class RayEnvPool:
         self.idle, self.starting, self.waiting = [], {}, 0
 
 
+_POOLS: dict[str, RayEnvPool] = {}
+
+
+def make_env(env_id: str, ray_address: str | None = None, **kwargs: Any) -> Any:
+    """``gymnasium.make(env_id, **kwargs)``, or with ``ray_address`` set (``"local"`` for a Ray on this
+    machine, ``HOST:PORT`` for a cluster) a :class:`RemoteEnv` on an actor of this process's pool there
+    (one pool per address, started on first use with a spare). What learners call for ``--ray``."""
+    if ray_address is None:
+        import gymnasium as gym
+
+        import frog_gym  # noqa: F401  (registers the envs)
+
+        return gym.make(env_id, **kwargs)
+    if ray_address not in _POOLS:
+        connect(ray_address)
+        _POOLS[ray_address] = RayEnvPool(PoolConfig(workers=1, spares=1))
+    return RemoteEnv(_POOLS[ray_address], env_id, **kwargs)
+
+
+def close_pools() -> None:
+    """Close the pools :func:`make_env` started (their actors' envs and workspaces)."""
+    while _POOLS:
+        _POOLS.popitem()[1].close()
+
+
 # -- one env, step by step --------------------------------------------------------------------------
 class RemoteEnv:
     """A Gymnasium-style env whose episodes run in a pool actor, for learners that step envs themselves.

@@ -20,6 +20,9 @@ def local_ray():
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), old) if p)
     connect(None, num_cpus=2, object_store_mb=80)
     yield ray
+    from frog_gym.distributed import close_pools
+
+    close_pools()
     ray.shutdown()
     if old is None:
         os.environ.pop("PYTHONPATH", None)
