@@ -19,6 +19,7 @@ these onto 1,500 concurrent envs.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import subprocess
@@ -93,12 +94,25 @@ def measure_env(spec: HarnessSpec, n: int) -> dict[str, float]:
             "repo_snapshot_and_venv_mb_mean": sum(shared) / len(shared) / 2**20}
 
 
+def run_side(spec: HarnessSpec, workers: int, out: Path, ray: bool) -> dict[str, float]:
+    """One paired side: ``bench`` of the nonce'd oracle on every task of ``spec``."""
+    s = bench(spec, "python:harness:unique_oracle", {"nonce": uuid.uuid4().hex}, out, workers=workers,
+              progress=False, ray="local" if ray else None, spares=0)
+    return {"finished": s.finished, "wall_s": s.wall_s, "resolved": s.resolved, "infra_failures": s.infra_failures}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--one-local", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--ids", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
     ap.add_argument("--tasks", type=int, default=40)
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--measure", type=int, default=8, help="episodes measured for the per-env costs")
     args = ap.parse_args()
+    if args.one_local:
+        print(json.dumps(run_side(HarnessSpec.for_suite(args.ids), args.one_local, Path(args.out), ray=False)))
+        return
     workers = [int(w) for w in args.workers.split(",")]
     tasks = pick_tasks(args.tasks)
     ids = Path(tempfile.gettempdir()) / f"frog-scale-{len(tasks)}.txt"  # a long id list goes in a file
@@ -125,13 +139,16 @@ def main() -> None:
         for w in workers:
             for side in ("local", "ray"):
                 before = load()
-                nonce = uuid.uuid4().hex
-                s = bench(spec, "python:harness:unique_oracle", {"nonce": nonce}, Path(tmp) / f"{side}-{w}",
-                          workers=w, progress=False, ray="local" if side == "ray" else None, spares=0)
-                per_hour = s.finished / s.wall_s * 3600
+                out = Path(tmp) / f"{side}-{w}"
+                if side == "ray":
+                    s = run_side(spec, w, out, ray=True)
+                else:  # in a process without Ray's threads (a sandbox is forked from the bench process)
+                    cmd = [sys.executable, __file__, "--one-local", str(w), "--ids", str(ids), "--out", str(out)]
+                    s = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+                per_hour = s["finished"] / s["wall_s"] * 3600
                 rows[w, side] = per_hour
-                print(f"{w:>7} {side:>6} {per_hour:>11.0f} {s.wall_s:>7.1f} {s.resolved:>5}/{s.finished:<3} "
-                      f"{s.infra_failures:>5}  {before} -> {load()}", flush=True)
+                print(f"{w:>7} {side:>6} {per_hour:>11.0f} {s['wall_s']:>7.1f} {s['resolved']:>5}/{s['finished']:<3} "
+                      f"{s['infra_failures']:>5}  {before} -> {load()}", flush=True)
     print("\nRay / local pool, same workers: " + ", ".join(
         f"{w}: {rows[w, 'ray'] / rows[w, 'local']:.2f}x" for w in workers))
     print("scaling vs 1 worker: local " + ", ".join(f"{w}: {rows[w, 'local'] / rows[workers[0], 'local']:.2f}x"

@@ -77,8 +77,14 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, object_s
     common = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if not address or address == "local":
         _loopback_only(ray)
-        ray.init(num_cpus=num_cpus, object_store_memory=object_store_mb * 2**20, **common)
-        return ray
+        for attempt in range(3):  # Ray gives its raylet 30 s to register: a loaded machine can miss that
+            try:
+                ray.init(num_cpus=num_cpus, object_store_memory=object_store_mb * 2**20, **common)
+                return ray
+            except Exception as e:  # noqa: BLE001
+                ray.shutdown()
+                if "timed out during startup" not in str(e) or attempt == 2:
+                    raise RayError(f"A local Ray did not start: {_first(e)}") from None
     if address != "auto":
         host, sep, port = address.rpartition(":")
         if not sep or not port.isdigit():
