@@ -140,11 +140,19 @@ def main() -> None:
             for side in ("local", "ray"):
                 before = load()
                 out = Path(tmp) / f"{side}-{w}"
-                if side == "ray":
-                    s = run_side(spec, w, out, ray=True)
-                else:  # in a process without Ray's threads (a sandbox is forked from the bench process)
-                    cmd = [sys.executable, __file__, "--one-local", str(w), "--ids", str(ids), "--out", str(out)]
-                    s = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+                try:
+                    if side == "ray":
+                        s = run_side(spec, w, out, ray=True)
+                    else:  # in a process without Ray's threads (a sandbox is forked from the bench process)
+                        cmd = [sys.executable, __file__, "--one-local", str(w), "--ids", str(ids), "--out", str(out)]
+                        p = subprocess.run(cmd, capture_output=True, text=True)
+                        if p.returncode:
+                            raise RuntimeError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode)
+                        s = json.loads(p.stdout)
+                except Exception as e:  # noqa: BLE001 (reported in the table; the other runs go on)
+                    print(f"{w:>7} {side:>6} failed: {type(e).__name__}: {e}", flush=True)
+                    rows[w, side] = float("nan")
+                    continue
                 per_hour = s["finished"] / s["wall_s"] * 3600
                 rows[w, side] = per_hour
                 print(f"{w:>7} {side:>6} {per_hour:>11.0f} {s['wall_s']:>7.1f} {s['resolved']:>5}/{s['finished']:<3} "

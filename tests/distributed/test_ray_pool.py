@@ -10,9 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
-import pytest
 
 from frog_gym.bench import bench, load_results
 from frog_gym.harness import HarnessSpec
