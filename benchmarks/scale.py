@@ -109,6 +109,7 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=40)
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--measure", type=int, default=8, help="episodes measured for the per-env costs")
+    ap.add_argument("--sides", default="local,ray", help="which sides run (a partial rerun: 'local' or 'ray')")
     args = ap.parse_args()
     if args.one_local:
         print(json.dumps(run_side(HarnessSpec.for_suite(args.ids), args.one_local, Path(args.out), ray=False)))
@@ -137,7 +138,7 @@ def main() -> None:
     rows: dict[tuple[int, str], float] = {}
     with tempfile.TemporaryDirectory(prefix="frog-scale-") as tmp:
         for w in workers:
-            for side in ("local", "ray"):
+            for side in args.sides.split(","):
                 before = load()
                 out = Path(tmp) / f"{side}-{w}"
                 try:
@@ -157,6 +158,8 @@ def main() -> None:
                 rows[w, side] = per_hour
                 print(f"{w:>7} {side:>6} {per_hour:>11.0f} {s['wall_s']:>7.1f} {s['resolved']:>5}/{s['finished']:<3} "
                       f"{s['infra_failures']:>5}  {before} -> {load()}", flush=True)
+    if set(args.sides.split(",")) != {"local", "ray"}:
+        workers = []  # no pairs to compare
     print("\nRay / local pool, same workers: " + ", ".join(
         f"{w}: {rows[w, 'ray'] / rows[w, 'local']:.2f}x" for w in workers))
     print("scaling vs 1 worker: local " + ", ".join(f"{w}: {rows[w, 'local'] / rows[workers[0], 'local']:.2f}x"

@@ -203,16 +203,16 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
         bar.update(summary.resolved, summary.finished, summary.infra_failures)
 
     previous = _sigterm_interrupts()
-    pool = None
+    ray_pool = None
     try:
         if ray is not None:
             from frog_gym.distributed import PoolConfig, RayEnvPool, connect
             from frog_gym.task import load_task
 
             connect(ray, num_cpus=workers + spares)
-            pool = RayEnvPool(PoolConfig(workers=workers, spares=spares),
-                              repos=[load_task(t).repo for t in {t for t, _ in pending}])
-            for d in pool.run_episodes(spec, agent, opts, label, pending):
+            ray_pool = RayEnvPool(PoolConfig(workers=workers, spares=spares),
+                                  repos=[load_task(t).repo for t in {t for t, _ in pending}])
+            for d in ray_pool.run_episodes(spec, agent, opts, label, pending):
                 r = d["result"]
                 if d["trajectory"]:
                     path = trajectory_path(out, r["task_id"], r["sample"])
@@ -241,8 +241,8 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
     except KeyboardInterrupt:
         summary.interrupted = True
     finally:
-        if pool is not None:
-            pool.close()
+        if ray_pool is not None:
+            ray_pool.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         results_file.close()

@@ -283,6 +283,8 @@ class RayEnvPool:
         """Actors asked for but not yet started (held back by ``max_starting``)."""
         self.lost = 0
         """Actors that died (with their node or process) since the pool started."""
+        self.running: dict[Any, tuple[Any, tuple[str, int, int]]] = {}
+        """episode() reference -> (actor, (task_id, sample, tries)) of the episodes in flight."""
         self.placements: dict[str, str] = {}
         """``task_id/sample`` -> node id of the actor whose result was kept."""
         self._want(self.config.workers + self.config.spares)
@@ -370,7 +372,7 @@ class RayEnvPool:
         yielded as an infrastructure failure (``result["infra_failure"]`` says so)."""
         spec_toml = spec.to_toml()
         queue = collections.deque((t, s, 0) for t, s in episodes)
-        running: dict[Any, tuple[Any, tuple[str, int, int]]] = {}
+        running = self.running
         while queue or running:
             with self._lock:
                 while queue and self.idle and len(running) < self.config.workers:
@@ -421,7 +423,7 @@ class RayEnvPool:
 
     def close(self) -> None:
         """Close every actor's env (removing its workspace) and end the actors."""
-        actors = list(self.idle) + [a for a, _ in self.starting.values()]
+        actors = list(self.idle) + [a for a, _ in self.starting.values()] + [a for a, _ in self.running.values()]
         refs = [a.close.remote() for a in actors]
         try:
             self.ray.wait(refs, num_returns=len(refs), timeout=30)
@@ -432,7 +434,7 @@ class RayEnvPool:
                 self.ray.kill(a, no_restart=True)
             except Exception:  # noqa: BLE001
                 pass
-        self.idle, self.starting, self.waiting = [], {}, 0
+        self.idle, self.starting, self.running, self.waiting = [], {}, {}, 0
 
 
 _POOLS: dict[str, RayEnvPool] = {}
