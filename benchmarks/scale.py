@@ -67,29 +67,29 @@ def rss_kb() -> int:
 
 
 def measure_env(spec: HarnessSpec, n: int) -> dict[str, float]:
-    """CPU, memory and disk of one env over ``n`` oracle episodes in this process."""
+    """CPU, memory and disk of one env over ``n`` oracle episodes, in a process that runs nothing else
+    (so that its children are the env's: the sandboxed shells and the graded test runs). CPU is counted
+    after ``close()``, when the persistent shells have exited and been reaped, so only the mean is exact."""
+    before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     env = make_env(spec)
     agent = UniqueOracle(uuid.uuid4().hex)
-    cpu, disk, peak_rss = [], [], 0
+    disk, peak_rss = [], 0
     for task_id in spec.task_ids[:n]:
-        before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         obs, info = env.reset(seed=0, options={"task_id": task_id})
         agent.reset(obs, info)
         done = False
         while not done:
             obs, reward, terminated, truncated, info = env.step(agent.act(obs))
             done = terminated or truncated
-            if not done:
-                peak_rss = max(peak_rss, rss_kb())
+            peak_rss = max(peak_rss, rss_kb())
         disk.append(du(env.unwrapped._dir))
-        after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before)))
     env.close()
+    after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
     repos = sorted({load_task(t).repo for t in spec.task_ids[:n]})
     shared = [du(prepare(load_repo(r)).venv) + du(prepare(load_repo(r)).tree) for r in repos]
-    return {"episodes": len(cpu), "cpu_s_per_episode": sum(cpu) / len(cpu), "cpu_s_max": max(cpu),
-            "env_process_rss_mb": peak_rss / 1024,
-            "largest_child_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    return {"episodes": len(disk), "cpu_s_per_episode": cpu / len(disk), "env_process_rss_mb": peak_rss / 1024,
+            "largest_child_rss_mb": after[1].ru_maxrss / 1024,
             "workspace_mb_mean": sum(disk) / len(disk) / 2**20, "workspace_mb_max": max(disk) / 2**20,
             "repo_snapshot_and_venv_mb_mean": sum(shared) / len(shared) / 2**20}
 
@@ -104,6 +104,7 @@ def run_side(spec: HarnessSpec, workers: int, out: Path, ray: bool) -> dict[str,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--one-local", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--measure-only", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--ids", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     ap.add_argument("--tasks", type=int, default=40)
@@ -111,6 +112,9 @@ def main() -> None:
     ap.add_argument("--measure", type=int, default=8, help="episodes measured for the per-env costs")
     ap.add_argument("--sides", default="local,ray", help="which sides run (a partial rerun: 'local' or 'ray')")
     args = ap.parse_args()
+    if args.measure_only:
+        print(json.dumps(measure_env(HarnessSpec.for_suite(args.ids), args.measure_only)))
+        return
     if args.one_local:
         print(json.dumps(run_side(HarnessSpec.for_suite(args.ids), args.one_local, Path(args.out), ray=False)))
         return
@@ -166,8 +170,9 @@ def main() -> None:
                                                     for w in workers)
           + "; ray " + ", ".join(f"{w}: {rows[w, 'ray'] / rows[workers[0], 'ray']:.2f}x" for w in workers))
 
-    m = measure_env(spec, args.measure)
-    print(f"\nper env over {m['episodes']} oracle episodes (load {load()}):")
+    cmd = [sys.executable, __file__, "--measure-only", str(args.measure), "--ids", str(ids)]
+    m = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    print(f"\nper env over {m['episodes']} oracle episodes, in a process of its own (load {load()}):")
     for k, v in m.items():
         if k != "episodes":
             print(f"  {k:<34} {v:8.2f}")
