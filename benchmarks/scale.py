@@ -14,6 +14,12 @@ and its children: the sandboxed shell, tools and the graded test run), peak resi
 process and of its largest child, and disk: the episode's workspace and grading scratch, plus the shared
 per-repository snapshot and venv, which a node holds once for all its envs. ``docs/scaling.md`` projects
 these onto 1,500 concurrent envs.
+
+Measured on 40 tasks in 27 repositories, 2 shared cores under a load average of 11-18 (other engineers'
+jobs), episodes per hour, local pool / Ray: 1 worker 638 / 598 (0.94x), 2 workers 783 / 833 (1.06x),
+4 workers 1,669 / 1,318 (0.79x; the Ray figure includes starting its 4 actors); per env 59 MB for a bare
+env process (about 157 MB as a Ray actor), 3.4 MB of workspace (6.9 MB max), 15 MB of shared snapshot
+and venv per repository.
 """
 
 from __future__ import annotations

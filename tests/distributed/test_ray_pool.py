@@ -27,9 +27,10 @@ def _outcome(r):
     return (r.seed, r.resolved, r.resolved_status, r.reward, r.steps, r.submitted, r.model_patch, r.infra_failure)
 
 
-def test_bench_on_ray_matches_the_local_pool_on_the_same_seeds(local_ray, tmp_path):
+def test_bench_on_ray_matches_the_local_pool_on_the_same_seeds(request, tmp_path):
     spec = HarnessSpec.for_suite(",".join(TOY), samples_per_task=2, max_steps=6)
-    local = bench(spec, "apr", {}, tmp_path / "local", workers=1, progress=False)
+    local = bench(spec, "apr", {}, tmp_path / "local", workers=1, progress=False)  # before Ray starts here
+    request.getfixturevalue("local_ray")
     remote = bench(spec, "apr", {}, tmp_path / "ray", workers=2, spares=0, progress=False, ray="local")
     assert remote.finished == local.finished == 8 and remote.infra_failures == 0
     by_local = {_key(r): _outcome(r) for r in load_results(tmp_path / "local")}
