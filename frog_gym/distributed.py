@@ -358,10 +358,6 @@ class RayEnvPool:
             self._lost(actor)
         return self.lease()
 
-    def nodes(self) -> dict[str, int]:
-        """Alive nodes of the cluster and how many CPUs each offers."""
-        return {n["NodeID"]: int(n["Resources"].get("CPU", 0)) for n in self.ray.nodes() if n["Alive"]}
-
     # -- whole episodes --
     def run_episodes(self, spec: Any, agent: str, opts: dict[str, Any], label: str,
                      episodes: Sequence[tuple[str, int]]) -> Iterator[dict[str, Any]]:
@@ -387,8 +383,7 @@ class RayEnvPool:
                 refs = list(running) + list(self.starting)
             ready, _ = self.ray.wait(refs, num_returns=1, timeout=5)
             finished = []
-            with self._lock:
-                self._check_starts()
+            with self._lock:  # (a start that waits long is no error while other actors serve)
                 for ref in ready:
                     if ref in self.starting:
                         self._started(ref)
