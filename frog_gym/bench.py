@@ -159,7 +159,8 @@ def _init_worker(parent: int) -> None:
 
 # -- driver side ------------------------------------------------------------------------------------
 def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, *, workers: int = 1,
-          label: str | None = None, progress: bool = True, limit: int | None = None) -> BenchSummary:
+          label: str | None = None, progress: bool = True, limit: int | None = None,
+          ray: str | None = None, spares: int = 1) -> BenchSummary:
     """Run ``agent`` (a registry name or ``python:module:factory``) on every episode of ``spec``.
 
     Args:
@@ -171,6 +172,9 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
         label: the name results carry (default ``agent``); the leaderboard shows it.
         progress: draw a progress bar.
         limit: run at most this many of the pending episodes (for smoke checks and benchmarks).
+        ray: run the episodes on Ray actors instead of local processes (:mod:`frog_gym.distributed`):
+            ``"local"`` (or ``""``) starts a Ray on this machine, ``"HOST:PORT"`` or ``"auto"`` joins a cluster.
+        spares: with ``ray``, warm actors kept to replace those that die.
 
     Returns:
         What ran; ``interrupted`` is set after Ctrl-C, with every finished episode kept on disk.
@@ -208,8 +212,23 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
         bar.update(summary.resolved, summary.finished, summary.infra_failures)
 
     previous = _sigterm_interrupts()
+    ray_pool = None
     try:
-        if workers == 1:
+        if ray is not None:
+            from frog_gym.distributed import PoolConfig, RayEnvPool, connect
+            from frog_gym.task import load_task
+
+            connect(ray, num_cpus=workers + spares)
+            ray_pool = RayEnvPool(PoolConfig(workers=workers, spares=spares),
+                                  repos=[load_task(t).repo for t in {t for t, _ in pending}])
+            for d in ray_pool.run_episodes(spec, agent, opts, label, pending):
+                r = d["result"]
+                if d["trajectory"]:
+                    path = trajectory_path(out, r["task_id"], r["sample"])
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(d["trajectory"], encoding="utf-8")
+                record(r)
+        elif workers == 1:
             for task_id, sample in pending:
                 record(_episode(spec_toml, agent, opts, label, task_id, sample, str(out)))
         else:
@@ -232,6 +251,8 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
     except KeyboardInterrupt:
         summary.interrupted = True
     finally:
+        if ray_pool is not None:
+            ray_pool.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         results_file.close()

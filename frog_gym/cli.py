@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except FrogGymError as e:
         print(f"frog-gym {args.command}: error: {e}", file=sys.stderr)
-        return 1
+        return getattr(e, "exit_code", 1)
     except KeyboardInterrupt:
         print(f"frog-gym {args.command}: interrupted", file=sys.stderr)
         return 130

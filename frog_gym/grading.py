@@ -21,7 +21,7 @@ import random
 import secrets
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -104,7 +104,8 @@ class GradeReport:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GradeReport:
-        d = dict(d)
+        known = {f.name for f in fields(cls)}  # a grade cached by another version may carry more
+        d = {k: v for k, v in d.items() if k in known}
         d["resolved"] = ResolvedStatus(d["resolved"])
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 

@@ -38,6 +38,8 @@ class LearnerOptions:
     """k: groups per policy update."""
     output_dir: str = "runs/train"
     """Where the learner writes its logs and checkpoints."""
+    ray: str | None = None
+    """Run the envs on Ray actors (``frog-gym train --ray``): ``"local"`` or a cluster's ``HOST:PORT``."""
     settings: dict[str, str] = field(default_factory=dict)
     """Learner-specific ``--set KEY=VALUE`` values (for GRPO: any :class:`~.grpo.GRPOConfig` field)."""
 

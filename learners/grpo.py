@@ -97,6 +97,9 @@ class GRPOConfig:
     """Envs running at once (one wave of episodes); each holds a workspace and a sandbox."""
     env_workers: int = 4
     """Threads stepping the envs (grading runs the repository's tests in a subprocess)."""
+    ray_address: str = ""
+    """Run the envs on Ray actors (``frog-gym train --ray``): ``local`` or a cluster's ``HOST:PORT``; each env
+    holds one actor (1 CPU of the cluster), so keep ``num_envs`` within the cluster's CPUs."""
     temperature: float = 1.0
     """Sampling temperature; the loss divides its logits by it too, so it trains what it sampled."""
     top_p: float = 1.0
@@ -189,11 +192,9 @@ def task_pool(cfg: GRPOConfig) -> list[str]:
 
 def make_envs(cfg: GRPOConfig, n: int) -> list[Any]:
     """``n`` envs of ``cfg.env_id`` with the episode budget of ``cfg``."""
-    import gymnasium as gym
+    from frog_gym.distributed import make_env
 
-    import frog_gym  # noqa: F401
-
-    return [gym.make(cfg.env_id, max_steps=cfg.max_turns, wall_time_s=cfg.wall_time_s,
+    return [make_env(cfg.env_id, cfg.ray_address or None, max_steps=cfg.max_turns, wall_time_s=cfg.wall_time_s,
                      partial_credit=cfg.partial_credit, max_episode_steps=cfg.max_turns) for _ in range(n)]
 
 
@@ -641,7 +642,7 @@ def make_learner(options: LearnerOptions, curriculum: CurriculumState) -> GRPO:
     """The ``frog-gym train --learner grpo`` factory: ``options.settings`` may set any :class:`GRPOConfig` field."""
     values = {"model": options.model, "env_id": options.env_id, "seed": options.seed,
               "group_size": options.group_size, "groups_per_update": options.groups_per_update,
-              "output_dir": options.output_dir, **options.settings}
+              "output_dir": options.output_dir, "ray_address": options.ray or "", **options.settings}
     learner = GRPO(config_from_strings(GRPOConfig, values), curriculum)
     learner.logger = Logger(learner.cfg)
     return learner

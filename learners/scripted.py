@@ -29,6 +29,7 @@ from frog_gym.learners import LearnerOptions
 from frog_gym.agents.oracle import OracleAgent
 from frog_gym.agents.simple import NoopAgent
 from frog_gym.curriculum import CurriculumState
+from frog_gym.distributed import make_env
 
 
 class ScriptedLearner:
@@ -36,10 +37,6 @@ class ScriptedLearner:
 
     def __init__(self, options: LearnerOptions, curriculum: CurriculumState, *, start: float = 0.0,
                  rate: float = 0.5, max_steps: int = 8):
-        import gymnasium as gym
-
-        import frog_gym  # noqa: F401  (registers the envs)
-
         if not (0 <= start <= 1 and 0 <= rate <= 1):
             raise ValueError(f"start and rate are probabilities in [0, 1], got start={start}, rate={rate}.")
         self.options, self.curriculum = options, curriculum
@@ -47,7 +44,7 @@ class ScriptedLearner:
         self.rng = np.random.default_rng(options.seed)
         self.trained: Counter[str] = Counter()
         self.step = 0
-        self.env = gym.make(options.env_id, max_steps=max_steps)
+        self.env = make_env(options.env_id, options.ray, max_steps=max_steps)
 
     def skill(self, task_id: str) -> float:
         """The probability that an episode of ``task_id`` is solved now."""

@@ -12,6 +12,7 @@ COMMANDS: dict[str, str] = {
     "import": "frog_gym.commands.import_",
     "leaderboard": "frog_gym.commands.leaderboard",
     "predictions": "frog_gym.commands.predictions",
+    "serve": "frog_gym.commands.serve",
     "suites": "frog_gym.commands.suites",
     "tasks": "frog_gym.commands.tasks",
     "train": "frog_gym.commands.train",

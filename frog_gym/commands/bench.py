@@ -21,7 +21,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, help="override the harness's steps per episode")
     p.add_argument("--samples", type=int, help="episodes per task (for pass@k)")
     p.add_argument("--backend", choices=("local", "docker"), help="sandbox backend")
-    p.add_argument("--workers", type=int, default=1, help="episodes in parallel (processes)")
+    p.add_argument("--workers", type=int, default=1, help="episodes in parallel (processes, or Ray actors)")
+    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="run episodes on Ray env actors (extra 'ray'): alone, a Ray started on this machine; "
+                        "HOST:PORT (from `ray start --head`) or 'auto' joins that cluster")
+    p.add_argument("--spares", type=int, default=1, help="with --ray: warm actors kept to replace lost ones")
     p.add_argument("--out", help="run directory (default: runs/<label>-<suite>); rerun to resume")
     p.add_argument("--label", help="the name results carry on the leaderboard (default: the agent name)")
     p.add_argument("--limit", type=int, help="run at most this many pending episodes")
@@ -55,10 +59,10 @@ def run(args: argparse.Namespace) -> int:
     label = args.label or args.agent
     out = args.out or f"runs/{label.replace(':', '_').replace('/', '_')}-{spec.suite}"
     print(f"frog-gym bench: agent {label} on suite {spec.suite} ({len(spec.tasks)} tasks x "
-          f"{spec.samples_per_task} samples), harness {spec.fingerprint()}, {args.workers} worker(s), out {out}",
+          f"{spec.samples_per_task} samples), harness {spec.fingerprint()}, {args.workers} worker(s){' on Ray ' + args.ray if args.ray else ''}, out {out}",
           file=sys.stderr)
     s = bench(spec, args.agent, opts, out, workers=args.workers, label=label,
-              progress=not args.no_progress, limit=args.limit)
+              progress=not args.no_progress, limit=args.limit, ray=args.ray, spares=args.spares)
     scored = [r for r in s.results if not r.infra_failure]
     rate = f"{sum(r.resolved for r in scored)}/{len(scored)}" if scored else "0/0"
     print(f"{s.finished} episode(s) run, {s.skipped} already done, {s.infra_failures} infrastructure failure(s); "

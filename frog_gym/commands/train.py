@@ -46,6 +46,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "repositories, tasks written to OUT/synthesized) or FACTORY() -> a "
                         "frog_gym.curriculum.TaskSynthesizer")
     p.add_argument("--seed", type=int, default=0, help="seed of the learner, the curriculum and the eval sample")
+    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="run the rollouts' envs on Ray actors (extra 'ray'): alone, a Ray on this machine; "
+                        "HOST:PORT joins a cluster. The curriculum and the learner stay here")
     p.add_argument("--out", default="runs/train", help="output folder (default runs/train)")
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
                    help="a learner setting (for grpo: any GRPOConfig field, e.g. --set learning_rate=1e-6)")
@@ -150,7 +153,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     curriculum = CurriculumState(pool, CurriculumConfig(mode=args.curriculum_mode, seed=args.seed),
                                  synthesizer=synthesizer)
-    options = LearnerOptions(model=args.model, env_id=args.env, seed=args.seed, group_size=args.group_size,
+    if args.ray is not None:
+        from frog_gym.distributed import connect
+
+        connect(args.ray)  # an unreachable address, a wrong token or a missing extra: one line, exit 2
+    options = LearnerOptions(model=args.model, env_id=args.env, seed=args.seed, ray=args.ray, group_size=args.group_size,
                              groups_per_update=args.groups_per_update, output_dir=args.out, settings=settings)
     learner = factory(options, curriculum)
     try:
@@ -160,6 +167,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         learner.close()
         curriculum.close()
+        if args.ray is not None:
+            from frog_gym.distributed import close_pools
+
+            close_pools()
         if synthesizer is not None and hasattr(synthesizer, "close"):
             synthesizer.close()
     return 0

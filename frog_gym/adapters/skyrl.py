@@ -1,0 +1,98 @@
+"""FrogSWE as a ``skyrl_gym`` text environment (the ``skyrl`` extra: ``pip install 'frog-gym[skyrl]'``).
+
+SkyRL's generator makes one env per rollout with ``skyrl_gym.make(env_class, env_config=..., extras=...)``,
+where ``extras`` is the dataset row's ``extras`` (here ``{"task_id": ..., "max_turns": ...}``), calls
+``init(prompt)`` for the first conversation, then ``step(model_text)`` until ``done``; each step returns
+``BaseTextEnvStepOutput`` (new user messages, reward, done, metadata). :class:`FrogSWESkyRLEnv` runs a
+:class:`~frog_gym.env.FrogSWEEnv` episode under that contract: the model's text is the action (a JSON tool
+call or a fenced bash block, as in the env), the tool output comes back as a user message, and the
+reward is the graded one when the episode ends (by ``submit``, the env's budget, or ``max_turns``, when
+the state is submitted as it stands). An infrastructure failure ends the episode with reward 0.0 and
+``metadata["infra_failure"]`` set: SkyRL has no masked reward, so a trainer must drop such episodes.
+
+Example:
+    >>> import skyrl_gym                                                  # doctest: +SKIP
+    >>> register()                                                        # doctest: +SKIP
+    >>> env = skyrl_gym.make("frog_swe", env_config={"env_id": "FrogSWE-Toy-v0"},  # doctest: +SKIP
+    ...                      extras={"task_id": "frogtoy__handwritten-0001", "max_turns": 8})
+    >>> conversation, meta = env.init([])                                 # doctest: +SKIP
+    >>> env.step('{"tool": "submit"}')["done"]                            # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from frog_gym.errors import FrogGymError
+
+ENV_ID = "frog_swe"
+"""The id :func:`register` gives the env in skyrl_gym's registry (SkyRL datasets name it as ``env_class``)."""
+
+try:
+    from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
+except ImportError:  # pragma: no cover
+    raise FrogGymError("The SkyRL adapter needs skyrl-gym; install the extra: pip install 'frog-gym[skyrl]'") from None
+
+
+class FrogSWESkyRLEnv(BaseTextEnv):
+    """One FrogSWE episode as a SkyRL text env.
+
+    Args:
+        env_config: ``env_id`` (default ``FrogSWE-v0``) and any ``gymnasium.make`` keyword (``max_steps``,
+            ``wall_time_s``, ...); a dict or an omegaconf ``DictConfig``.
+        extras: the dataset row's extras: ``task_id`` (else the env samples one) and ``max_turns``
+            (default 30).
+    """
+
+    def __init__(self, env_config: Mapping[str, Any] | None = None, extras: Mapping[str, Any] | None = None):
+        import gymnasium as gym
+
+        import frog_gym  # noqa: F401  (registers the envs)
+
+        super().__init__()
+        config = dict(env_config or {})
+        extras = dict(extras or {})
+        self.task_id: str | None = extras.get("task_id")
+        self.max_turns = int(extras.get("max_turns", 30))
+        self.env = gym.make(config.pop("env_id", "FrogSWE-v0"), **config)
+        self.result: dict[str, Any] = {}
+
+    def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        """Start the episode: the dataset's prompt messages, then the task's prompt as a user message."""
+        text, info = self.env.reset(options={"task_id": self.task_id} if self.task_id else None)
+        self.task_id, self.turns, self.result = info["task_id"], 0, {}
+        return [*prompt, {"role": "user", "content": text}], {"task_id": info["task_id"], "repo": info["repo"]}
+
+    def step(self, action: str) -> BaseTextEnvStepOutput:
+        """Run the model's text as one tool call; a finished episode carries the graded reward."""
+        self.turns += 1
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if not (terminated or truncated) and self.turns >= self.max_turns:
+            obs, reward, terminated, truncated, info = self.env.step({"tool": "submit"})
+        done = bool(terminated or truncated)
+        metadata = {"task_id": self.task_id, "steps": info.get("steps"), "action_ok": info.get("action_ok")}
+        if done:
+            self.result = {"resolved": bool(info.get("resolved")), "infra_failure": info.get("infra_failure"),
+                           "submitted": bool(terminated), "turns": self.turns}
+            metadata.update(self.result)
+        return BaseTextEnvStepOutput(observations=[] if done else [{"role": "user", "content": obs}],
+                                     reward=float(reward) if done else 0.0, done=done, metadata=metadata)
+
+    def get_metrics(self) -> dict[str, Any]:
+        """Per-episode metrics SkyRL aggregates: resolved, turns, submitted (numbers only)."""
+        return {k: float(v) for k, v in self.result.items() if isinstance(v, (bool, int, float))}
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def register(env_id: str = ENV_ID) -> str:
+    """Register :class:`FrogSWESkyRLEnv` in skyrl_gym's registry (once); returns its id."""
+    import skyrl_gym
+    from skyrl_gym.envs.registration import registry
+
+    if env_id not in registry:
+        skyrl_gym.register(id=env_id, entry_point="frog_gym.adapters.skyrl:FrogSWESkyRLEnv")
+    return env_id

@@ -1,0 +1,513 @@
+"""Rollouts on Ray: a pool of env actors, one per sandbox slot (the ``ray`` extra).
+
+The driver keeps the harness, the curriculum and the learner; each actor holds one env (its sandbox, its
+workspace, its prepared repository venvs) and runs episodes one at a time. Actors are placed by Ray's
+resource scheduler: each asks for ``cpus_per_env`` CPUs, ``memory_mb_per_env`` of memory and any custom
+resources (``{"frog_sandbox": 1}`` keeps them on nodes that advertise sandbox slots, e.g.
+``ray start --resources='{"frog_sandbox": 64}'``). A few warm spares wait with their env built, so that an
+actor lost with its node is replaced at once; at most ``max_starting`` actors build their env at a time
+(the first start on a node prepares the suite's repository venvs, which is the expensive part).
+
+An actor or node that dies mid-episode is an infrastructure failure, not the agent's: the episode is run
+again from its start on another actor (``max_retries`` times; after that it is recorded with
+``infra_failure`` set, which is never scored). Episodes run through the same function as the local
+process pool (:func:`frog_gym.bench._episode`), with the same seeds, so results match it.
+
+Example:
+    >>> from frog_gym.distributed import PoolConfig, RayEnvPool, connect  # doctest: +SKIP
+    >>> connect(None, num_cpus=2)                                        # a local Ray; or "HOST:6379"  # doctest: +SKIP
+    >>> pool = RayEnvPool(PoolConfig(workers=2, spares=1))               # doctest: +SKIP
+    >>> for d in pool.run_episodes(spec, "oracle", {}, "oracle", spec.episodes()):  # doctest: +SKIP
+    ...     print(d["result"]["task_id"], d["result"]["resolved"])
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from frog_gym.errors import FrogGymError
+
+INSTALL_HINT = "pip install 'frog-gym[ray]'"
+
+
+class RayError(FrogGymError):
+    """Ray cannot be used: the extra is missing, the cluster cannot be reached, or it refused our token.
+
+    The CLI prints the message on one line and exits 2."""
+
+    exit_code = 2
+
+
+def require_ray() -> Any:
+    """The ``ray`` module, or a :class:`RayError` naming the extra to install."""
+    try:
+        import ray
+    except ImportError:
+        raise RayError(f"Ray is not installed; install the extra: {INSTALL_HINT}") from None
+    return ray
+
+
+def _died_errors(ray: Any) -> tuple[type[BaseException], ...]:
+    """Exceptions that mean the actor, its worker process or its node is gone (not the episode's fault)."""
+    ex = ray.exceptions
+    return tuple(getattr(ex, n) for n in ("RayActorError", "WorkerCrashedError", "NodeDiedError",
+                                          "ObjectLostError", "OwnerDiedError") if hasattr(ex, n))
+
+
+def connect(address: str | None = None, *, num_cpus: int | None = None, object_store_mb: int = 128) -> Any:
+    """Join the Ray cluster at ``address`` (``HOST:PORT`` as printed by ``ray start --head``, or ``auto``), or
+    start a local one when ``address`` is empty. Returns the ``ray`` module.
+
+    Raises:
+        RayError: the extra is missing, nothing answers at ``address``, or the cluster refused this
+            driver's authentication token (one line each, saying what to do).
+    """
+    ray = require_ray()
+    if ray.is_initialized():
+        return ray
+    common = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    if not address or address == "local":
+        _loopback_only(ray)
+        for attempt in range(3):  # Ray gives its raylet 30 s to register: a loaded machine can miss that
+            try:
+                ray.init(num_cpus=num_cpus, object_store_memory=object_store_mb * 2**20, **common)
+                return ray
+            except Exception as e:  # noqa: BLE001
+                ray.shutdown()
+                if "timed out during startup" not in str(e) or attempt == 2:
+                    raise RayError(f"A local Ray did not start: {_first(e)}") from None
+    if address != "auto":
+        host, sep, port = address.rpartition(":")
+        if not sep or not port.isdigit():
+            raise RayError(f"--ray {address!r} is not a Ray address; give HOST:PORT as printed by `ray start "
+                           "--head` (e.g. 10.0.0.5:6379), or no address to start a local Ray.")
+        try:
+            socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=5).close()
+        except OSError as e:
+            raise RayError(f"Cannot reach the Ray cluster at {address}: {e.strerror or e}. Start one with `ray "
+                           "start --head` and pass the address it prints, or omit the address to start a local "
+                           "Ray.") from None
+    if address != "auto":
+        _check_token(ray, address)
+    try:
+        ray.init(address=address, **common)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise RayError(f"Cannot join the Ray cluster at {address}: {_first(e)}. Check the address printed by "
+                       "`ray start --head` and that this driver runs the same Ray and Python versions.") from None
+    return ray
+
+
+def _check_token(ray: Any, address: str) -> None:
+    """Ask the cluster's GCS for its id once: a wrong token fails here in about a second with a clear
+    error, where ``ray.init`` would retry for half a minute and then report a failed connection. Ray's own
+    log line about the refusal (written by its C++ client to stderr) is silenced for the probe."""
+    auth_error = getattr(ray.exceptions, "AuthenticationError", None)
+    try:
+        from ray._raylet import GcsClient
+    except ImportError:  # pragma: no cover (a Ray without it: ray.init reports)
+        return
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            try:
+                GcsClient(address=address)
+            finally:
+                os.dup2(saved, 2)
+    except Exception as e:  # noqa: BLE001 (anything but a refused token is left to ray.init to report)
+        if auth_error is not None and isinstance(e, auth_error):
+            raise RayError(f"The Ray cluster at {address} refused this driver's authentication token. Set "
+                           "RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) to the cluster's token: `ray get-auth-token` "
+                           "on its head node prints it.") from None
+    finally:
+        os.close(saved)
+
+
+def _loopback_only(ray: Any) -> None:
+    """A Ray started here serves only this machine: keep its nodes on 127.0.0.1 (Ray otherwise binds and
+    advertises the address of the default route's interface). Ray's switch for this is
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read at import, so the module constant is set as well."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False
+
+
+def _first(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """How many env actors, where they go, and how they start."""
+
+    workers: int = 2
+    """Sandbox slots: actors running episodes at the same time."""
+    spares: int = 1
+    """Warm actors kept idle, env built, to replace actors lost with their node at once."""
+    cpus_per_env: float = 1.0
+    """CPUs Ray reserves for each actor (its sandbox's commands and test runs)."""
+    memory_mb_per_env: int = 0
+    """Memory Ray reserves for each actor (0: none reserved); see ``docs/scaling.md`` for measured needs."""
+    resources: dict[str, float] = field(default_factory=dict)
+    """Custom Ray resources each actor needs, e.g. ``{"frog_sandbox": 1}``."""
+    max_starting: int = 4
+    """Actors building their env (preparing repository venvs) at the same time."""
+    max_retries: int = 3
+    """Reruns of an episode whose actor died before it is recorded as an infrastructure failure."""
+    start_timeout_s: float = 600.0
+    """Seconds to wait for an actor to start before the cluster is declared too small for the pool."""
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise FrogGymError(f"PoolConfig.workers={self.workers}: a pool needs at least one actor.")
+        if self.spares < 0 or self.max_retries < 0:
+            raise FrogGymError("PoolConfig.spares and max_retries must be 0 or more.")
+        if self.max_starting < 1:
+            raise FrogGymError(f"PoolConfig.max_starting={self.max_starting}: at least one actor must start at a "
+                               "time.")
+        if self.cpus_per_env < 0 or self.memory_mb_per_env < 0:
+            raise FrogGymError("PoolConfig.cpus_per_env and memory_mb_per_env cannot be negative.")
+
+
+# -- the actor --------------------------------------------------------------------------------------
+class EnvActor:
+    """One sandbox slot: an env kept across episodes. Wrapped by ``ray.remote`` in :class:`RayEnvPool`.
+
+    Two ways to drive it: whole episodes under a harness (:meth:`episode`, what ``frog-gym bench --ray``
+    uses), or step by step (:meth:`make`, :meth:`reset`, :meth:`step`, what a learner's rollout uses
+    through :class:`RemoteEnv`)."""
+
+    def __init__(self) -> None:
+        self.env: Any = None
+        self.env_key: Any = None
+
+    def where(self) -> dict[str, Any]:
+        """The node and process this actor runs on."""
+        import ray
+
+        return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+
+    def warm(self, repos: Sequence[str]) -> dict[str, Any]:
+        """Prepare the repositories' snapshots and venvs on this node (a no-op where they are cached)."""
+        from frog_gym.snapshot import prepare
+        from frog_gym.spec import load_repo
+
+        t = time.monotonic()
+        for repo in repos:
+            prepare(load_repo(repo))
+        return {**self.where(), "warm_s": time.monotonic() - t}
+
+    def episode(self, spec_toml: str, agent: str, opts: dict[str, Any], label: str, task_id: str,
+                sample: int) -> dict[str, Any]:
+        """Run one episode exactly as a local bench worker does; returns its result and its trajectory."""
+        from frog_gym.bench import _episode, trajectory_path
+
+        with tempfile.TemporaryDirectory(prefix="frog-gym-ray-") as out:
+            d = _episode(spec_toml, agent, opts, label, task_id, sample, out)
+            traj = trajectory_path(Path(out), task_id, sample)
+            text = traj.read_text(encoding="utf-8") if traj.exists() else ""
+        return {"result": d, "trajectory": text, **self.where()}
+
+    def make(self, env_id: str, kwargs: dict[str, Any]) -> None:
+        """Hold an env of ``env_id`` (kept if it is the one already held)."""
+        import gymnasium as gym
+
+        import frog_gym  # noqa: F401  (registers the envs)
+
+        key = (env_id, sorted(kwargs.items()))
+        if self.env is not None and self.env_key == key:
+            return
+        if self.env is not None:
+            self.env.close()
+        self.env, self.env_key = gym.make(env_id, **kwargs), key
+
+    def reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        return self.env.step(action)
+
+    def diff(self) -> str:
+        return self.env.unwrapped.diff()
+
+    def close(self) -> None:
+        from frog_gym import bench
+
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+        if bench._ENV is not None:
+            bench._ENV.close()
+            bench._ENV = None
+
+
+# -- the pool ---------------------------------------------------------------------------------------
+class RayEnvPool:
+    """``workers`` env actors plus ``spares`` warm ones on the connected Ray cluster (see the module doc).
+
+    Args:
+        config: sizes, placement and retries.
+        repos: repositories every actor prepares when it starts (the suite's), so that the first episode
+            on a node does not pay for venv builds inside its wall-time budget.
+    """
+
+    def __init__(self, config: PoolConfig | None = None, repos: Sequence[str] = ()):
+        ray = require_ray()
+        if not ray.is_initialized():
+            raise RayError("Ray is not connected; call frog_gym.distributed.connect() first.")
+        self.ray, self.config, self.repos = ray, config or PoolConfig(), sorted(set(repos))
+        opts: dict[str, Any] = {"num_cpus": self.config.cpus_per_env, "max_restarts": 0, "max_concurrency": 1}
+        if self.config.memory_mb_per_env:
+            opts["memory"] = self.config.memory_mb_per_env * 2**20
+        if self.config.resources:
+            opts["resources"] = dict(self.config.resources)
+        self._cls = ray.remote(EnvActor).options(**opts)
+        self._died = _died_errors(ray)
+        self._lock = threading.Lock()
+        self.idle: list[Any] = []
+        """Started actors not running an episode (the first ones serve, the rest are spares)."""
+        self.starting: dict[Any, tuple[Any, float]] = {}
+        """warm() reference -> (actor, when it was asked), at most ``max_starting`` at a time."""
+        self.waiting = 0
+        """Actors asked for but not yet started (held back by ``max_starting``)."""
+        self.lost = 0
+        """Actors that died (with their node or process) since the pool started."""
+        self.running: dict[Any, tuple[Any, tuple[str, int, int]]] = {}
+        """episode() reference -> (actor, (task_id, sample, tries)) of the episodes in flight."""
+        self.placements: dict[str, str] = {}
+        """``task_id/sample`` -> node id of the actor whose result was kept."""
+        self._want(self.config.workers + self.config.spares)
+        self._wait_started(self.config.workers)
+
+    # -- actor life cycle --
+    def _want(self, n: int) -> None:
+        self.waiting += n
+        self._start_more()
+
+    def _start_more(self) -> None:
+        while self.waiting and len(self.starting) < self.config.max_starting:
+            actor = self._cls.remote()
+            self.starting[actor.warm.remote(self.repos)] = (actor, time.monotonic())
+            self.waiting -= 1
+
+    def _started(self, ref: Any) -> None:
+        actor, _ = self.starting.pop(ref)
+        try:
+            self.ray.get(ref)
+            self.idle.append(actor)
+        except self._died:
+            self.lost += 1
+            self.waiting += 1  # its node went away while it started: ask again
+        self._start_more()
+
+    def _check_starts(self) -> None:
+        now = time.monotonic()
+        for _, (_, asked) in self.starting.items():
+            if now - asked > self.config.start_timeout_s:
+                raise FrogGymError(
+                    f"An env actor has waited {now - asked:.0f} s for a place in the Ray cluster: no node has "
+                    f"{self.config.cpus_per_env} free CPU(s){' and ' + str(self.config.resources) if self.config.resources else ''}"
+                    " for it. Add nodes, or lower --workers.")
+
+    def _wait_started(self, n: int) -> None:
+        while len(self.idle) < n and self.starting:
+            ready, _ = self.ray.wait(list(self.starting), num_returns=1, timeout=5)
+            for ref in ready:
+                self._started(ref)
+            self._check_starts()
+
+    def _lost(self, actor: Any) -> None:
+        """An actor died: forget it and start a replacement (a spare serves meanwhile)."""
+        self.lost += 1
+        try:
+            self.ray.kill(actor, no_restart=True)
+        except Exception:  # noqa: BLE001 (it is gone already)
+            pass
+        self._want(1)
+
+    def lease(self) -> Any:
+        """An idle started actor for the caller's exclusive use (waits for one to start if none is idle)."""
+        with self._lock:
+            if not self.idle and not self.starting and not self.waiting:
+                self._want(1)
+            while not self.idle:
+                self._wait_started(1)
+            actor = self.idle.pop(0)
+            if len(self.idle) + len(self.starting) + self.waiting < self.config.spares:
+                self._want(1)  # keep the spares warm
+            return actor
+
+    def release(self, actor: Any) -> None:
+        with self._lock:
+            self.idle.append(actor)
+
+    def replace(self, actor: Any) -> Any:
+        """``actor`` died: a fresh one in its place (a warm spare when there is one)."""
+        with self._lock:
+            self._lost(actor)
+        return self.lease()
+
+    # -- whole episodes --
+    def run_episodes(self, spec: Any, agent: str, opts: dict[str, Any], label: str,
+                     episodes: Sequence[tuple[str, int]]) -> Iterator[dict[str, Any]]:
+        """Run ``episodes`` (``(task_id, sample)``) under ``spec`` on ``workers`` actors at a time; yields
+        ``{"result": EpisodeResult dict, "trajectory": JSONL text, "node_id", "pid"}`` as each finishes.
+
+        An episode whose actor died is rerun from its start on another actor; past ``max_retries`` it is
+        yielded as an infrastructure failure (``result["infra_failure"]`` says so)."""
+        spec_toml = spec.to_toml()
+        queue = collections.deque((t, s, 0) for t, s in episodes)
+        running = self.running
+        while queue or running:
+            with self._lock:
+                while queue and self.idle and len(running) < self.config.workers:
+                    actor = self.idle.pop(0)
+                    job = queue.popleft()
+                    running[actor.episode.remote(spec_toml, agent, opts, label, job[0], job[1])] = (actor, job)
+                if not running:
+                    if not self.starting and not self.waiting:
+                        self._want(1)
+                    self._wait_started(1)
+                    continue
+                refs = list(running) + list(self.starting)
+            ready, _ = self.ray.wait(refs, num_returns=1, timeout=5)
+            finished = []
+            with self._lock:  # (a start that waits long is no error while other actors serve)
+                for ref in ready:
+                    if ref in self.starting:
+                        self._started(ref)
+                        continue
+                    actor, (task_id, sample, tries) = running.pop(ref)
+                    try:
+                        out = self.ray.get(ref)
+                    except self._died as e:
+                        self._lost(actor)
+                        if tries < self.config.max_retries:
+                            queue.appendleft((task_id, sample, tries + 1))
+                        else:
+                            finished.append(self._gave_up(spec, label, opts, task_id, sample, tries, e))
+                        continue
+                    self.idle.append(actor)
+                    out["result"]["ray_tries"] = tries + 1
+                    self.placements[f"{task_id}/{sample}"] = out["node_id"]
+                    finished.append(out)
+            yield from finished  # outside the lock: the caller may take its time writing them
+
+    @staticmethod
+    def _gave_up(spec: Any, label: str, opts: dict[str, Any], task_id: str, sample: int, tries: int,
+                 e: BaseException) -> dict[str, Any]:
+        from frog_gym.harness import EpisodeResult
+        from frog_gym.task import load_task
+
+        r = EpisodeResult(task_id=task_id, sample=sample, seed=spec.seed + sample, agent=label,
+                          fingerprint=spec.fingerprint(), repo=load_task(task_id).repo, agent_opts=dict(opts),
+                          harness=spec.summary(), finished_at=time.time(),
+                          infra_failure=f"ray: the episode's actor died {tries + 1} times ({_first(e)})")
+        return {"result": r.to_dict(), "trajectory": "", "node_id": None, "pid": None}
+
+    def close(self) -> None:
+        """Close every actor's env (removing its workspace) and end the actors."""
+        actors = list(self.idle) + [a for a, _ in self.starting.values()] + [a for a, _ in self.running.values()]
+        refs = [a.close.remote() for a in actors]
+        try:
+            self.ray.wait(refs, num_returns=len(refs), timeout=30)
+        except Exception:  # noqa: BLE001
+            pass
+        for a in actors:
+            try:
+                self.ray.kill(a, no_restart=True)
+            except Exception:  # noqa: BLE001
+                pass
+        self.idle, self.starting, self.running, self.waiting = [], {}, {}, 0
+
+
+_POOLS: dict[str, RayEnvPool] = {}
+
+
+def make_env(env_id: str, ray_address: str | None = None, **kwargs: Any) -> Any:
+    """``gymnasium.make(env_id, **kwargs)``, or with ``ray_address`` set (``"local"`` for a Ray on this
+    machine, ``HOST:PORT`` for a cluster) a :class:`RemoteEnv` on an actor of this process's pool there
+    (one pool per address, started on first use with a spare). What learners call for ``--ray``."""
+    if ray_address is None:
+        import gymnasium as gym
+
+        import frog_gym  # noqa: F401  (registers the envs)
+
+        return gym.make(env_id, **kwargs)
+    if ray_address not in _POOLS:
+        connect(ray_address)
+        _POOLS[ray_address] = RayEnvPool(PoolConfig(workers=1, spares=1))
+    return RemoteEnv(_POOLS[ray_address], env_id, **kwargs)
+
+
+def close_pools() -> None:
+    """Close the pools :func:`make_env` started (their actors' envs and workspaces)."""
+    while _POOLS:
+        _POOLS.popitem()[1].close()
+
+
+# -- one env, step by step --------------------------------------------------------------------------
+class RemoteEnv:
+    """A Gymnasium-style env whose episodes run in a pool actor, for learners that step envs themselves.
+
+    ``reset``/``step``/``close`` behave as on the local env. If the actor dies mid-episode, a replacement
+    replays the episode so far (the same seed and task, then the same actions: the env is deterministic
+    in them) and the step is retried, so the learner never sees the failure as a reward.
+    """
+
+    def __init__(self, pool: RayEnvPool, env_id: str, **kwargs: Any):
+        self.pool, self.env_id, self.kwargs = pool, env_id, kwargs
+        self._reset_args: tuple[Any, Any] | None = None
+        self._actions: list[Any] = []
+        self.actor = pool.lease()
+        self._call("make", env_id, kwargs)
+        self.retries = 0
+        """Times an actor died under this env and was replaced."""
+
+    def _call(self, name: str, *args: Any) -> Any:
+        for attempt in range(self.pool.config.max_retries + 1):
+            try:
+                return self.pool.ray.get(getattr(self.actor, name).remote(*args))
+            except self.pool._died:
+                if attempt == self.pool.config.max_retries:
+                    raise
+                self.retries += 1
+                self.actor = self.pool.replace(self.actor)
+                self.pool.ray.get(self.actor.make.remote(self.env_id, self.kwargs))
+                if name in ("step", "diff") and self._reset_args is not None:
+                    self.pool.ray.get(self.actor.reset.remote(*self._reset_args))
+                    for a in self._actions[:-1] if name == "step" else self._actions:
+                        self.pool.ray.get(self.actor.step.remote(a))
+        raise AssertionError("unreachable")
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        self._reset_args, self._actions = (seed, options), []
+        return self._call("reset", seed, options)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self._actions.append(action)
+        return self._call("step", action)
+
+    def diff(self) -> str:
+        return self._call("diff")
+
+    def close(self) -> None:
+        if self.actor is not None:
+            try:
+                self.pool.ray.get(self.actor.close.remote())
+                self.pool.release(self.actor)
+            except self.pool._died:
+                pass
+            self.actor = None
+

@@ -1,0 +1,51 @@
+"""The SkyRL adapter with the real skyrl-gym: a scripted rollout as SkyRL's generator drives it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+skyrl_gym = pytest.importorskip("skyrl_gym", reason="the 'skyrl' extra is not installed")
+
+TOY = "frogtoy__handwritten-0002"
+
+
+def _make(**extras):
+    from frog_gym.adapters.skyrl import register
+
+    return skyrl_gym.make(register(), env_config={"env_id": "FrogSWE-Toy-v0"}, extras={"task_id": TOY, **extras})
+
+
+def test_a_scripted_rollout_fixes_the_bug_and_is_rewarded():
+    from frog_gym.agents.oracle import OracleAgent
+
+    env = _make(max_turns=10)
+    try:
+        conversation, meta = env.init([{"role": "system", "content": "You fix bugs."}])
+        assert [m["role"] for m in conversation] == ["system", "user"] and meta["task_id"] == TOY
+        assert "/testbed" in conversation[-1]["content"]
+        out = env.step("I will look first.\n```bash\ngit status --short | wc -l\n```")
+        assert not out["done"] and out["reward"] == 0.0 and "[exit code 0]" in out["observations"][0]["content"]
+        out = env.step("no tool call here")  # malformed: an observation, the episode goes on
+        assert not out["done"] and out["observations"][0]["content"].startswith("Error:")
+        oracle = OracleAgent()
+        oracle.reset("", {"task_id": TOY})
+        while not out["done"]:
+            out = env.step(json.dumps(oracle.act("")))
+        assert out["reward"] == 1.0 and out["observations"] == [] and out["metadata"]["resolved"]
+        assert env.get_metrics()["resolved"] == 1.0
+    finally:
+        env.close()
+
+
+def test_max_turns_submits_the_state_as_it_stands():
+    env = _make(max_turns=2)
+    try:
+        env.init([])
+        assert not env.step("```bash\nls\n```")["done"]
+        out = env.step("```bash\nls\n```")
+        assert out["done"] and out["reward"] == 0.0 and out["metadata"]["resolved"] is False
+        assert out["metadata"]["submitted"] and out["metadata"]["infra_failure"] is None
+    finally:
+        env.close()

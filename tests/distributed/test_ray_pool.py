@@ -1,0 +1,118 @@
+"""The Ray env pool on a real local Ray (2 CPUs): results match the local process pool on the same seeds,
+an actor killed mid-episode is an infrastructure failure that is retried, never a 0 reward, and the
+CLI's Ray errors are one line each with exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+
+from frog_gym.bench import bench, load_results
+from frog_gym.harness import HarnessSpec
+
+TOY = [f"frogtoy__handwritten-000{i}" for i in range(1, 5)]
+SLOW = "python:slow_agents:make"
+
+
+def _key(r):
+    return (r.task_id, r.sample)
+
+
+def _outcome(r):
+    return (r.seed, r.resolved, r.resolved_status, r.reward, r.steps, r.submitted, r.model_patch, r.infra_failure)
+
+
+def test_bench_on_ray_matches_the_local_pool_on_the_same_seeds(request, tmp_path):
+    spec = HarnessSpec.for_suite(",".join(TOY), samples_per_task=2, max_steps=6)
+    local = bench(spec, "apr", {}, tmp_path / "local", workers=1, progress=False)  # before Ray starts here
+    request.getfixturevalue("local_ray")
+    remote = bench(spec, "apr", {}, tmp_path / "ray", workers=2, spares=0, progress=False, ray="local")
+    assert remote.finished == local.finished == 8 and remote.infra_failures == 0
+    by_local = {_key(r): _outcome(r) for r in load_results(tmp_path / "local")}
+    by_ray = {_key(r): _outcome(r) for r in load_results(tmp_path / "ray")}
+    assert by_ray == by_local
+    assert {r.seed for r in load_results(tmp_path / "ray")} == {spec.seed, spec.seed + 1}
+    for task_id, sample in spec.episodes():  # trajectories come back from the actors to the run directory
+        lines = (tmp_path / "ray" / "trajectories" / f"{task_id}__s{sample}.jsonl").read_text().splitlines()
+        assert json.loads(lines[0])["type"] == "header" and json.loads(lines[-1])["type"] == "result"
+
+
+def test_an_actor_killed_mid_episode_is_retried_elsewhere_not_scored(local_ray):
+    from frog_gym.distributed import PoolConfig, RayEnvPool
+
+    spec = HarnessSpec.for_suite(TOY[0])
+    pool = RayEnvPool(PoolConfig(workers=1, spares=1, cpus_per_env=0.5), repos=["frogtoy"])
+    try:
+        first = local_ray.get(pool.idle[0].where.remote())["pid"]  # the actor the episode will go to
+        killer = threading.Timer(2.0, os.kill, (first, signal.SIGKILL))
+        killer.start()
+        out = list(pool.run_episodes(spec, SLOW, {"seconds": "5"}, "slow-oracle", [(TOY[0], 0)]))
+        killer.join()
+    finally:
+        pool.close()
+    assert len(out) == 1
+    r = out[0]["result"]
+    assert r["infra_failure"] is None and r["resolved"] and r["reward"] == 1.0
+    assert r["ray_tries"] == 2 and pool.lost == 1 and out[0]["pid"] != first
+
+
+def test_remote_env_replays_the_episode_on_a_new_actor_when_its_actor_dies(local_ray):
+    from frog_gym.agents.oracle import OracleAgent
+    from frog_gym.distributed import PoolConfig, RayEnvPool, RemoteEnv
+
+    pool = RayEnvPool(PoolConfig(workers=1, spares=1, cpus_per_env=0.5), repos=["frogtoy"])
+    env = RemoteEnv(pool, "FrogSWE-Toy-v0", max_steps=8)
+    try:
+        agent = OracleAgent()
+        obs, info = env.reset(seed=0, options={"task_id": TOY[1]})
+        agent.reset(obs, info)
+        obs, *_ = env.step(agent.act(obs))  # the fix is made in this actor's workspace
+        os.kill(local_ray.get(env.actor.where.remote())["pid"], signal.SIGKILL)
+        obs, reward, terminated, truncated, info = env.step(agent.act(obs))  # submit, on a replacement
+        assert env.retries == 1 and terminated and reward == 1.0 and info["resolved"]
+    finally:
+        env.close()
+        pool.close()
+
+
+def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "frog_gym.cli", *args], capture_output=True, text=True,
+                          timeout=120, **kw)
+
+
+def test_an_unreachable_ray_address_is_one_line_and_exit_2(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = _cli("bench", "--agent", "noop", "--suite", TOY[0], "--ray", f"127.0.0.1:{port}", "--out",
+             str(tmp_path / "run"), "--no-progress")
+    err = [ln for ln in p.stderr.splitlines() if "error" in ln]
+    assert p.returncode == 2, p.stderr
+    assert err == [f"frog-gym bench: error: Cannot reach the Ray cluster at 127.0.0.1:{port}: Connection refused. "
+                   "Start one with `ray start --head` and pass the address it prints, or omit the address to "
+                   "start a local Ray."]
+    assert "Traceback" not in p.stderr
+    p = _cli("bench", "--agent", "noop", "--suite", TOY[0], "--ray", "nonsense", "--out", str(tmp_path / "r2"))
+    assert p.returncode == 2 and "is not a Ray address; give HOST:PORT" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_a_missing_ray_extra_is_one_line_and_exit_2(tmp_path):
+    # A sitecustomize that hides ray, as if the extra were not installed.
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import sys\nclass _Hide:\n    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'ray' or name.startswith('ray.'):\n            raise ImportError('hidden')\n"
+        "sys.meta_path.insert(0, _Hide())\n")
+    env = {**os.environ, "PYTHONPATH": str(hide)}
+    p = _cli("bench", "--agent", "noop", "--suite", TOY[0], "--ray", "--out", str(tmp_path / "run"), env=env)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines()[-1] == (
+        "frog-gym bench: error: Ray is not installed; install the extra: pip install 'frog-gym[ray]'")
