@@ -36,6 +36,7 @@ import select
 import shutil
 import signal
 import stat
+import subprocess
 import threading
 import time
 import uuid
@@ -50,9 +51,9 @@ from frog_gym.sandbox.base import Limits
 from frog_gym.snapshot import PreparedRepo, venv_key
 from frog_gym.workspace import Change, Template, Workspace, _Root, _rmtree_at, append_file, write_changes
 
-MAX_SERVERS = 12
-"""Servers kept alive per process (least recently used closed first): a mixed pool switches repository at
-almost every episode, and a server costs tens of MB while it waits."""
+MAX_SERVERS = int(os.environ.get("FROG_GYM_GRADE_SERVERS", "32"))
+"""Servers kept alive per process (least recently used closed first; ``FROG_GYM_GRADE_SERVERS`` sets it): a
+mixed pool switches repository at almost every episode, and a waiting server holds about 40 MB."""
 _LOG_TAIL = 8192
 
 
@@ -156,6 +157,9 @@ class GradingServer:
         self._view = {rel: w[2] for rel, w in template.manifest.items() if w[0] == "f" and self._protected(rel)}
         self.proc = None
         self._cgroup = None
+        self.cpu_seconds = 0.0
+        """CPU seconds its processes spent grading (each child, and the parent's own work between grades)."""
+        self._parent_cpu = 0.0
         self._plugin_ctx = resources.as_file(resources.files("frog_gym").joinpath("_plugin"))
         self._plugin = Path(self._plugin_ctx.__enter__())
         try:
@@ -275,6 +279,9 @@ class GradingServer:
         if not reply.get("clean"):
             raise Unavailable("a process of the graded code could not be killed")
         seconds = time.monotonic() - start
+        parent = float(reply.get("parent_cpu", 0.0))
+        self.cpu_seconds += float(reply.get("cpu", 0.0)) + parent - self._parent_cpu
+        self._parent_cpu = parent
         output = _read_tail(self.out, "log.txt")
         if reply["exit"] is None:
             statuses = {t: "FAILED" for t in ids}
@@ -303,9 +310,16 @@ class GradingServer:
 
     # -- stopping -----------------------------------------------------------------------------------
     def _stop(self) -> None:
-        """Kill the sandbox: its PID namespace's init first (the kernel then kills every process in it)."""
+        """End the parent (it exits when its input closes, so its CPU time is accounted to this process), or
+        kill the sandbox: its PID namespace's init first (the kernel then kills every process in it)."""
         if self.proc is None:
             return
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
         try:
             kids = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
         except OSError:
