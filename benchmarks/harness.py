@@ -79,7 +79,10 @@ def one_side(task_ids: list[str]) -> dict[str, Any]:
     """Run the episodes in this process, in the given order; what the parent process reads back."""
     from frog_gym.harness import HarnessSpec, make_env
 
-    spec = HarnessSpec.for_suite(",".join(sorted(set(task_ids))))
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("\n".join(sorted(set(task_ids))))
+    spec = HarnessSpec.for_suite(f.name)
+    os.unlink(f.name)
     env = make_env(spec)
     agent = UniqueOracle(uuid.uuid4().hex)
     resolved = 0

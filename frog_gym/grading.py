@@ -9,6 +9,8 @@ verified, cross-checked with pytest's exit code and the canaries, and becomes a 
 caught forgery scores 0 with its reasons in ``tampering``. A sandbox that fails to start is an
 infrastructure failure, never the agent's failure; a test run that outlives the grading timeout is the
 agent's (its code runs there). Identical changes reuse the cached grade (keyed by the grading version).
+By default the test run happens in the repository's warm grading server (:mod:`frog_gym.grading_server`:
+the same command line, every layer kept, a clean forked child per grade), and cold where none can start.
 """
 
 from __future__ import annotations

@@ -58,10 +58,29 @@ def _foreign(name, owned):
     return name.split(".")[0] in owned or f == TESTBED or f.startswith(TESTBED + "/")
 
 
+def _plugin_modules():
+    """Top-level modules of the distributions that register pytest plugins: pytest marks them for assertion
+    rewriting at start-up and warns (an error under ``filterwarnings = error``) if they are already imported,
+    so they are left to the child, as in a cold run."""
+    from importlib import metadata
+
+    out = set()
+    for dist in metadata.distributions():
+        if any(ep.group == "pytest11" for ep in dist.entry_points):
+            for f in dist.files or ():
+                parts = str(f).split("/")
+                if parts[-1].endswith(".py") and ".dist-info" not in parts[0] and parts[0] != "..":
+                    out.add(parts[0][:-3] if len(parts) == 1 else parts[0])
+    return out
+
+
 def _preload(names, owned):
     """Import each name; returns those that failed or pulled in code from /testbed (the host retries without)."""
     bad = []
+    plugins = _plugin_modules()
     for name in names:
+        if name in plugins:
+            continue
         try:
             importlib.import_module(name)
         except BaseException:  # noqa: BLE001 (any failure just keeps the module out of the preload)
