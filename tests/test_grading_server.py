@@ -94,6 +94,7 @@ def test_the_parent_never_imported_the_package_under_test():
     server = grading_server.server_for(repo, template)
     assert server is not None, grading_server._REFUSED
     assert server.hello["testbed"] == [] and server.hello["modules"] > 100
+    assert server.hello["dumpable"] == 0  # PR_GET_DUMPABLE: no child may ptrace it or write its memory
     assert "inflection" not in grading_server.preload_list(repo, template, ["inflection"])
 
 

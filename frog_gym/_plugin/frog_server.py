@@ -30,6 +30,7 @@ sys.path[:] = [p for p in sys.path[1:] if p != TESTBED and not p.startswith(TEST
 _ENV = dict(os.environ)
 os.chdir("/")
 _PR_SET_DUMPABLE = 4
+_PRELOADED_PLUGINS = set()
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
@@ -60,8 +61,9 @@ def _foreign(name, owned):
 
 def _plugin_modules():
     """Top-level modules of the distributions that register pytest plugins: pytest marks them for assertion
-    rewriting at start-up and warns (an error under ``filterwarnings = error``) if they are already imported,
-    so they are left to the child, as in a cold run."""
+    rewriting at start-up and warns (an error under ``filterwarnings = error``) when one is already imported.
+    A cold run never imports them that early, so the child keeps pytest from warning about those the parent
+    preloaded (their own asserts are then not rewritten: messages only, never outcomes)."""
     from importlib import metadata
 
     out = set()
@@ -77,10 +79,7 @@ def _plugin_modules():
 def _preload(names, owned):
     """Import each name; returns those that failed or pulled in code from /testbed (the host retries without)."""
     bad = []
-    plugins = _plugin_modules()
     for name in names:
-        if name in plugins:
-            continue
         try:
             importlib.import_module(name)
         except BaseException:  # noqa: BLE001 (any failure just keeps the module out of the preload)
@@ -180,6 +179,15 @@ def _child(req, pytest):
     sys.path[:] = [TESTBED, *_PATH[1:]]
     sys.path_importer_cache.clear()
     importlib.invalidate_caches()
+    from _pytest.assertion import rewrite
+
+    warn = rewrite.AssertionRewritingHook._warn_already_imported
+
+    def _warn_unless_preloaded(self, name):
+        if name not in _PRELOADED_PLUGINS:
+            warn(self, name)
+
+    rewrite.AssertionRewritingHook._warn_already_imported = _warn_unless_preloaded
     sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *req["args"]]
     raise SystemExit(pytest.console_main())
 
@@ -192,10 +200,12 @@ def main():
     import pytest
 
     bad = _preload(config["preload"], owned)
-    _say({"ready": not bad, "bad": bad, "modules": len(sys.modules),
+    _say({"ready": not bad, "bad": bad, "modules": len(sys.modules), "dumpable": _libc.prctl(3, 0, 0, 0, 0),
           "testbed": sorted(m for m in list(sys.modules) if _foreign(m, owned))})
     if bad:
         return
+    global _PRELOADED_PLUGINS
+    _PRELOADED_PLUGINS = _plugin_modules() & set(sys.modules)
     gc.collect()
     gc.freeze()
     for req in _lines():
