@@ -9,8 +9,9 @@ a fresh child process (``bench`` with one worker, the fixed harness's episode lo
 is everything its process and all of its descendants used (a cgroup's CPU counter, see
 ``benchmarks/cpumeter.py``: sandboxes, shells, grading servers and their children, reaped or not).
 
-The agent is the oracle (the gold patch through str_replace) plus a one-line file unique to each run, so
-that every episode is really graded: identical final diffs would otherwise reuse a cached grade.
+The agent is the oracle (the gold patch through str_replace) plus a comment unique to each run at the end
+of a file the fix touches, so that every episode is really graded: identical final diffs would otherwise
+reuse a cached grade (a unique file outside the package's source would be discarded before the cache key).
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1]
     python benchmarks/harness.py --side warm --suite FILE   # one side, as the rotation runs it
@@ -47,7 +48,17 @@ class UniqueOracle(OracleAgent):
 
     def reset(self, prompt: str, info: dict[str, Any]) -> None:
         super().reset(prompt, info)
-        self._queue.insert(0, {"tool": "create", "path": "FROG_BENCH_NONCE.txt", "file_text": self.nonce + "\n"})
+        from frog_gym.snapshot import prepare
+        from frog_gym.spec import load_repo
+        from frog_gym.task import load_task
+
+        # A comment at the end of a file the fix touches: grading only keeps edits to the package's source,
+        # so a unique file elsewhere would be discarded and the grade cached by the edits alone.
+        task = load_task(info["task_id"])
+        path = next(line[6:].strip() for line in task.patch.splitlines() if line.startswith("+++ b/"))
+        lines = (prepare(load_repo(task.repo)).tree / path).read_text().count("\n")
+        self._queue.insert(-1, {"tool": "insert", "path": path, "insert_line": lines,
+                                "insert_text": f"# bench {self.nonce}\n"})
 
 
 def unique_oracle(nonce: str = "") -> UniqueOracle:

@@ -197,7 +197,11 @@ def main():
     with open("/frog/in/server.json") as f:
         config = json.load(f)
     owned = set(config["owned"])
-    import pytest
+    try:
+        import pytest
+    except ImportError as e:  # pytest itself needs the package under test (iniconfig, pluggy): grade cold
+        _say({"ready": False, "bad": [], "error": f"importing pytest needs the package under test: {e}"})
+        return
 
     bad = _preload(config["preload"], owned)
     _say({"ready": not bad, "bad": bad, "modules": len(sys.modules), "dumpable": _libc.prctl(3, 0, 0, 0, 0),
