@@ -25,7 +25,8 @@ from frog_gym.task import load_task, registered_task_ids
 from frog_gym.workspace import Change, Workspace, template_for
 
 FLAT = "inflection__handwritten-0001"
-SRC = "iniconfig__arithmetic_op_swap-3e9569c7"
+SRC = "humanize__wrong_variable-cc4ec53d"  # src layout
+PYTEST_DEP = "iniconfig__arithmetic_op_swap-3e9569c7"  # pytest itself imports iniconfig: no warm server
 
 
 def _setup(task_id):
@@ -69,7 +70,17 @@ def _parity(task_ids):
 
 
 def test_warm_grades_match_cold_grades():
+    for tid in (FLAT, SRC):
+        task, repo, template = _setup(tid)
+        assert grading_server.server_for(repo, template) is not None, grading_server._REFUSED
     assert _parity([FLAT, SRC]) == []
+
+
+def test_a_repository_pytest_itself_imports_is_graded_cold():
+    task, repo, template = _setup(PYTEST_DEP)
+    assert grading_server.server_for(repo, template) is None
+    assert "importing pytest needs the package under test" in " ".join(grading_server._REFUSED.values())
+    assert _parity([PYTEST_DEP]) == []
 
 
 @pytest.mark.slow
