@@ -232,7 +232,7 @@ class GradingServer:
         Returns :class:`frog_gym.grading.RunResult`, or raises :class:`Unavailable` when this server can't
         vouch for the run (it died, hung, left a process it could not kill, or lost a mount): the caller
         closes it and grades cold."""
-        from frog_gym.grading import RunResult, read_report, test_files_of
+        from frog_gym.grading import RunResult, TestStatus, read_report, test_files_of
 
         start = time.monotonic()
         if not self.alive():
@@ -283,11 +283,8 @@ class GradingServer:
         self.cpu_seconds += float(reply.get("cpu", 0.0)) + parent - self._parent_cpu
         self._parent_cpu = parent
         output = _read_tail(self.out, "log.txt")
-        if reply["exit"] is None:
-            statuses = {t: "FAILED" for t in ids}
-            from frog_gym.grading import TestStatus
-
-            return RunResult({t: TestStatus(s) for t, s in statuses.items()}, None,
+        if reply["exit"] is None:  # the code under test ran past the limit, which is its doing (as cold)
+            return RunResult({t: TestStatus.FAILED for t in ids}, None,
                              f"the tests ran past the grading limit of {timeout:.0f} s and were killed; every "
                              "selected test counts as failed\n" + output[-2000:], seconds=seconds,
                              cpu_seconds=float(reply.get("cpu", 0.0)))
