@@ -1,4 +1,4 @@
-"""Env latency of this checkout against another (say main) in the same run: ``env_latency.py --json`` runs in
+"""Env latency of this checkout against another (say main) in the same run: ``reset_latency.py --json`` runs in
 turns, baseline then this checkout, ``--rounds`` times, each in a fresh process importing its checkout's
 ``frog_gym`` first; the table gives the median over rounds of each side's medians, and the ratio.
 
@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 
 def one(tree: Path, task: str, n: int) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run([sys.executable, str(HERE / "env_latency.py"), "--json", "--no-grade", "--task", task,
+    out = subprocess.run([sys.executable, str(HERE / "reset_latency.py"), "--json", "--no-grade", "--task", task,
                           "--n", str(n)], env=env, capture_output=True, text=True, check=True, cwd=tree).stdout
     return json.loads(out.strip().splitlines()[-1])
 

@@ -108,7 +108,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
                 raise FrogGymError("No tasks are registered; see `frog-gym tasks` and `frog-gym generate`.")
             task_id = pool[int(self.np_random.integers(len(pool)))]
         self.task = load_task(task_id)
-        repo = prepare(load_repo(self.task.repo))
+        repo = _prepared(self.task.repo)
         self._template = template_for(repo, self.task.bug_patch, task_id)
         if self._sandbox is not None:
             self._sandbox.kill_all()  # no process of the last episode may race the sync below
@@ -227,6 +227,16 @@ class FrogSWEEnv(gym.Env[str, Any]):
             self.close()
         except Exception:
             pass
+
+
+_PREPARED: dict[str, PreparedRepo] = {}
+
+
+def _prepared(name: str) -> PreparedRepo:
+    """``prepare(load_repo(name))``, once per process (a reset of the same repository skips its checks)."""
+    if name not in _PREPARED:
+        _PREPARED[name] = prepare(load_repo(name))
+    return _PREPARED[name]
 
 
 def default_pool() -> list[str]:

@@ -9,6 +9,8 @@ verified, cross-checked with pytest's exit code and the canaries, and becomes a 
 caught forgery scores 0 with its reasons in ``tampering``. A sandbox that fails to start is an
 infrastructure failure, never the agent's failure; a test run that outlives the grading timeout is the
 agent's (its code runs there). Identical changes reuse the cached grade (keyed by the grading version).
+By default the test run happens in the repository's warm grading server (:mod:`frog_gym.grading_server`:
+the same command line, every layer kept, a clean forked child per grade), and cold where none can start.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import os
 import random
 import secrets
+import stat
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -246,7 +249,10 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
     and, in grading, with the report's signature under ``key`` and the ``canaries``' verdict."""
     statuses = {t: TestStatus.MISSING for t in ids or ()}
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO there must not hang us
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ValueError("not a regular file")
         with os.fdopen(fd, "rb") as f:
             raw = f.read(64 << 20)
         report = json.loads(raw)
@@ -319,11 +325,20 @@ def scope(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
 
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,
           timeout: float = 900.0, use_cache: bool = True, backend: str = "local",
-          rng: random.Random | None = None, unread: dict[str, str] | None = None) -> GradeReport:
+          rng: random.Random | None = None, unread: dict[str, str] | None = None,
+          warm: bool | None = None) -> GradeReport:
     """Grade the agent's ``changes`` to ``task`` (see the module docstring). ``scratch`` is reused.
+
+    ``warm`` (default: on unless ``FROG_GYM_GRADE_SERVER=0``) runs the tests in the repository's warm
+    grading server (:mod:`frog_gym.grading_server`), with every layer kept; where none can start, or it
+    can't vouch for a run, the grade runs cold in ``scratch``.
 
     ``rng`` draws the canaries' names and values (default: fresh system randomness, so no agent can
     predict them); ``unread`` lists changed files that were too large to collect (path -> why)."""
+    if warm is None:
+        from frog_gym.grading_server import enabled
+
+        warm = enabled()
     kept, discarded = scope(repo, task, template, changes)
     discarded = dict(sorted({**discarded, **(unread or {})}.items()))
     tests_discarded = sorted(p for p, why in discarded.items() if why == "a test file")
@@ -350,15 +365,17 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
                                          RunResult({}, None, report.note, tampering=flags))
         _store(cache, report)
         return report
-    scratch.sync(template)
-    write_changes(scratch.path, kept)
     rng = rng or random.Random(secrets.randbits(64))
     target = test_files_of(task.FAIL_TO_PASS)[0]
     names = {t.rsplit("::", 1)[-1] for t in task.selected_tests}
     canaries = Canaries.make(target, rng, names)
-    append_file(scratch.path, target, canaries.source.encode())
-    r = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend, canaries=canaries,
-                  authenticate=True, protect=repo.spec.tests.paths)
+    r = _run_warm(repo, template, kept, task, canaries, timeout) if warm and backend == "local" else None
+    if r is None:
+        scratch.sync(template)
+        write_changes(scratch.path, kept)
+        append_file(scratch.path, target, canaries.source.encode())
+        r = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend, canaries=canaries,
+                      authenticate=True, protect=repo.spec.tests.paths)
     log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, r)
     if r.infra_failure:
         return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,
@@ -375,6 +392,22 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
                          log_path=log_path)
     _store(cache, report)
     return report
+
+
+def _run_warm(repo: PreparedRepo, template: Template, kept: list[Change], task: Task, canaries: Canaries,
+              timeout: float) -> RunResult | None:
+    """The test run of a grade in the repository's warm server; None: grade cold instead."""
+    from frog_gym import grading_server
+
+    server = grading_server.server_for(repo, template)
+    if server is None:
+        return None
+    with server.lock:
+        try:
+            return server.run(template, kept, task.selected_tests, canaries, timeout)
+        except grading_server.Unavailable:
+            grading_server.discard(server)
+            return None
 
 
 def _read_pristine(repo: PreparedRepo, rel: str) -> bytes | None:

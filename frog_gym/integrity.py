@@ -41,13 +41,13 @@ key, so no grade made under older rules (or older code) is ever reused."""
 
 
 def grading_code_digest() -> str:
-    """A digest of the code that decides a grade (this module, grading, the report plugin)."""
+    """A digest of the code that decides a grade (this module, grading, the warm server, the plugins)."""
     global _DIGEST
     if _DIGEST is None:
         from importlib import resources
 
         h = hashlib.sha256()
-        for name in ("integrity.py", "grading.py", "_plugin/frog_report.py"):
+        for name in ("integrity.py", "grading.py", "grading_server.py", "_plugin/frog_report.py", "_plugin/frog_server.py"):
             h.update(resources.files("frog_gym").joinpath(name).read_bytes())
         _DIGEST = h.hexdigest()[:16]
     return _DIGEST

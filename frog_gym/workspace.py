@@ -202,6 +202,9 @@ def template_for(repo: PreparedRepo, bug_patch: str, label: str) -> Template:
     """The cached starting tree of a task (the snapshot with ``bug_patch`` applied, one git commit)."""
     key = hashlib.sha256(f"t2\0{repo.spec.source.key}\0{bug_patch}".encode()).hexdigest()[:20]
     base = paths.home() / "templates"
+    known = _TEMPLATES.get(str(base / key))
+    if known is not None:  # a finished template never changes: its manifest is read once per process
+        return known
     base.mkdir(exist_ok=True)
     root, man = base / key, base / f"{key}.manifest.json"
     if not man.exists():
@@ -218,7 +221,12 @@ def template_for(repo: PreparedRepo, bug_patch: str, label: str) -> Template:
                 tmp_man = man.with_suffix(".tmp")
                 tmp_man.write_text(json.dumps(_manifest(root)))
                 os.replace(tmp_man, man)
-    return Template(root, json.loads(man.read_text()))
+    t = Template(root, json.loads(man.read_text()))
+    _TEMPLATES[str(root)] = t
+    return t
+
+
+_TEMPLATES: dict[str, Template] = {}
 
 
 class Workspace:

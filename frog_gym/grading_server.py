@@ -1,0 +1,447 @@
+"""Warm grading: one fork server per repository, a clean child per grade, every layer of grading kept.
+
+A cold grade pays a new sandbox, a new interpreter, pytest's import, its plugins and the test
+dependencies (hypothesis alone is half a second) before the first test runs. A :class:`GradingServer`
+pays them once per repository: its parent process (``frog_gym/_plugin/frog_server.py``) runs in a
+bubblewrap sandbox like a cold grade's, imports pytest and the modules the repository's pristine test
+suite imports from the venv (never anything from ``/testbed``: see that file), and forks one child per
+grade, which runs exactly the cold grade's pytest command line. What the cold path guarantees, this path
+guarantees too:
+
+- **Scope and static check** happen before either path (:func:`frog_gym.grading.grade`).
+- **Fresh state per grade**: the child is forked from a parent the agent's code never ran in; after it,
+  the parent kills every other process of the sandbox and empties ``/tmp``, ``/dev/shm`` and System V IPC
+  before it replies, and the host syncs the server's tree back to the task's template, so nothing of one
+  grade reaches the next. A child that kills or stops the parent only makes this grade fall back to the
+  cold path.
+- **Signed report**: the plugin is imported in the child, where it reads a per-grade key from a FIFO
+  before any code under test runs (the parent never imported it).
+- **Canaries** are appended to the FAIL_TO_PASS test file and run last, exactly as cold.
+- **Read-only tests**: the spec's test paths are mounted read-only from a host copy the sandbox can't
+  write (so the host updates them in place without breaking the mounts); the parent checks the mounts
+  before every fork.
+- **Host I/O** into the tree through :mod:`frog_gym.workspace`'s ``O_NOFOLLOW`` helpers, after every
+  sandbox process but the parent is dead.
+
+Disable it with ``FROG_GYM_GRADE_SERVER=0`` (every grade is then cold).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import secrets
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from importlib import resources
+from pathlib import Path
+
+from frog_gym import paths
+from frog_gym.errors import FrogGymError
+from frog_gym.integrity import Canaries
+from frog_gym.sandbox.base import Limits
+from frog_gym.snapshot import PreparedRepo, venv_key
+from frog_gym.workspace import Change, Template, Workspace, _Root, _rmtree_at, append_file, write_changes
+
+MAX_SERVERS = int(os.environ.get("FROG_GYM_GRADE_SERVERS", "32"))
+"""Servers kept alive per process (least recently used closed first; ``FROG_GYM_GRADE_SERVERS`` sets it): a
+mixed pool switches repository at almost every episode, and a waiting server holds about 40 MB."""
+_LOG_TAIL = 8192
+
+
+def enabled() -> bool:
+    """Whether grading uses warm servers (``FROG_GYM_GRADE_SERVER=0`` turns them off)."""
+    return os.environ.get("FROG_GYM_GRADE_SERVER", "1") != "0"
+
+
+class Unavailable(RuntimeError):
+    """This repository can't be graded warm (the caller grades cold)."""
+
+
+def _owned_modules(tree: Path, import_paths: tuple[str, ...]) -> list[str]:
+    """Top-level module names the package's import paths provide (the parent must never import them)."""
+    out = set()
+    for p in import_paths:
+        d = tree / p
+        if not d.is_dir():
+            continue
+        for e in d.iterdir():
+            if e.is_dir() and not e.is_symlink():
+                out.add(e.name)
+            elif e.suffix in (".py", ".so", ".pyd") or e.name.endswith(".pth"):
+                out.add(e.name.split(".")[0])
+    return sorted(out)
+
+
+def _read_tail(root: Path, rel: str, limit: int = _LOG_TAIL) -> str:
+    """The last ``limit`` bytes of a regular file under ``root``, never following a symlink or blocking."""
+    try:
+        with _Root(root) as r:
+            pfd, name = r.parent(rel)
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=pfd)
+            finally:
+                os.close(pfd)
+    except OSError:
+        return ""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return ""
+        os.lseek(fd, max(0, st.st_size - limit), os.SEEK_SET)
+        return os.read(fd, limit).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
+
+
+def _empty(folder: Path) -> None:
+    """Remove everything in a host folder the sandbox could write, never following a symlink."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        for name in os.listdir(fd):
+            _rmtree_at(fd, name)
+    finally:
+        os.close(fd)
+
+
+def _write_in_place(root: Path, rel: str, data: bytes) -> None:
+    """Rewrite a host-only file keeping its inode (a bind mount of it stays valid), or create it."""
+    with _Root(root) as r:
+        head = rel.rpartition("/")[0]
+        if head:
+            os.makedirs(root / head, exist_ok=True)
+        pfd, name = r.parent(rel)
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                         dir_fd=pfd)
+        finally:
+            os.close(pfd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+
+
+class GradingServer:
+    """A warm pytest fork server for one repository, over its own tree (see the module docstring)."""
+
+    def __init__(self, repo: PreparedRepo, template: Template, startup_timeout: float = 120.0):
+        self.repo = repo
+        self.lock = threading.Lock()
+        self.base = paths.home() / "work" / f"grader-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.ws = Workspace(self.base / "ws")
+        self.view = self.base / "view"
+        self.io_in, self.out = self.base / "in", self.base / "out"
+        for d in (self.view, self.io_in, self.out):
+            d.mkdir(parents=True)
+        self.ws.sync(template)
+        self.protect = tuple(p for p in repo.spec.tests.paths if p in template.manifest)
+        self._view: dict[str, str | None] = {}
+        for p in self.protect:
+            src = template.root / p
+            if src.is_dir():
+                shutil.copytree(src, self.view / p, symlinks=True)
+            else:
+                (self.view / p).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, self.view / p)
+        self._view = {rel: w[2] for rel, w in template.manifest.items() if w[0] == "f" and self._protected(rel)}
+        self.proc = None
+        self._cgroup = None
+        self.cpu_seconds = 0.0
+        """CPU seconds its processes spent grading (each child, and the parent's own work between grades)."""
+        self._parent_cpu = 0.0
+        self._plugin_ctx = resources.as_file(resources.files("frog_gym").joinpath("_plugin"))
+        self._plugin = Path(self._plugin_ctx.__enter__())
+        try:
+            self._start(template, startup_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def _protected(self, rel: str) -> bool:
+        return any(rel == p or rel.startswith(p.rstrip("/") + "/") for p in self.protect)
+
+    # -- starting -----------------------------------------------------------------------------------
+    def _start(self, template: Template, timeout: float) -> None:
+        from frog_gym.sandbox.local import LocalSandbox, bwrap_path
+
+        bwrap_path()
+        owned = _owned_modules(template.root, self.repo.spec.install.import_paths)
+        preload = preload_list(self.repo, template, owned)
+        for _ in range(4):
+            (self.io_in / "server.json").write_text(json.dumps({"owned": owned, "preload": preload}))
+            limits = Limits(command_timeout=3600, output_cap=8192)  # per process, as cold: each child starts at 0 s
+            binds = ((self.io_in, "/frog/in", False), (self.out, "/frog/out", True), (self._plugin, "/frog/plugin", False),
+                     *((self.view / p, f"/testbed/{p}", False) for p in self.protect))
+            sb = LocalSandbox(self.ws.path, self.repo.venv, limits,
+                              env={**self.repo.spec.install.env, "PYTHONPATH": "/frog/plugin"}, binds=binds)
+            self.proc, self._cgroup = sb._spawn([str(self.repo.python), "/frog/plugin/frog_server.py"])
+            self._buf = b""
+            hello = self._read(timeout)
+            if hello is None:
+                raise Unavailable(f"the grading server of '{self.repo.spec.name}' did not start")
+            if hello.get("ready"):
+                self.hello = hello
+                return
+            self._stop()
+            if not hello.get("bad"):
+                raise Unavailable(f"the grading server of '{self.repo.spec.name}' refused: {hello}")
+            preload = [m for m in preload if m not in hello["bad"]]
+            _store_preload(self.repo, preload)
+        raise Unavailable(f"the grading server of '{self.repo.spec.name}' found no clean preload")
+
+    def _read(self, timeout: float) -> dict | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while True:
+            if b"\n" in self._buf:
+                line, self._buf = self._buf.split(b"\n", 1)
+                try:
+                    return json.loads(line)
+                except ValueError:
+                    continue  # a line the parent's own imports printed
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return None
+                self._buf += chunk
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # -- grading ------------------------------------------------------------------------------------
+    def run(self, template: Template, kept: list[Change], ids: tuple[str, ...], canaries: Canaries,
+            timeout: float):
+        """One grade's test run: the tree synced to ``template`` plus ``kept``, the ``canaries`` appended.
+
+        Returns :class:`frog_gym.grading.RunResult`, or raises :class:`Unavailable` when this server can't
+        vouch for the run (it died, hung, left a process it could not kill, or lost a mount): the caller
+        closes it and grades cold."""
+        from frog_gym.grading import RunResult, TestStatus, read_report, test_files_of
+
+        start = time.monotonic()
+        if not self.alive():
+            raise Unavailable("the grading server is not running")
+        if tuple(p for p in self.repo.spec.tests.paths if p in template.manifest) != self.protect:
+            raise Unavailable("this task's test paths differ from the server's mounts")
+        self.ws.sync(template)
+        write_changes(self.ws.path, kept)
+        self._sync_view(template)
+        if self._protected(canaries.file):
+            data = (template.root / canaries.file).read_bytes() + canaries.source.encode()
+            _write_in_place(self.view, canaries.file, data)
+            self._view[canaries.file] = None
+        else:
+            append_file(self.ws.path, canaries.file, canaries.source.encode())
+        _empty(self.out)
+        sel = self.io_in / "select.json"
+        sel.write_text(json.dumps({"ids": list(ids), "canaries": canaries.ids()}))
+        fifo = self.io_in / "key"
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo, 0o644)
+        key = secrets.token_hex(32).encode()
+        key_fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+        try:
+            os.write(key_fd, key)
+            files = test_files_of(ids)
+            if canaries.file not in files:
+                files.append(canaries.file)
+            args = [*self.repo.spec.pytest_args, "-q", "-p", "frog_report", *files]
+            env = {"FROG_REPORT": "/frog/out/report.json", "FROG_SELECT": "/frog/in/select.json",
+                   "FROG_KEY_FIFO": "/frog/in/key"}
+            req = {"args": args, "env": env, "timeout": timeout, "protect": [f"/testbed/{p}" for p in self.protect]}
+            assert self.proc is not None and self.proc.stdin is not None
+            try:
+                self.proc.stdin.write((json.dumps(req) + "\n").encode())
+                self.proc.stdin.flush()
+            except OSError as e:
+                raise Unavailable("the grading server died") from e
+            reply = self._read(timeout + 30)
+        finally:
+            os.close(key_fd)
+        if reply is None or "exit" not in reply:
+            raise Unavailable(f"the grading server did not answer ({reply})")
+        if not reply.get("clean"):
+            raise Unavailable("a process of the graded code could not be killed")
+        seconds = time.monotonic() - start
+        parent = float(reply.get("parent_cpu", 0.0))
+        self.cpu_seconds += float(reply.get("cpu", 0.0)) + parent - self._parent_cpu
+        self._parent_cpu = parent
+        output = _read_tail(self.out, "log.txt")
+        if reply["exit"] is None:  # the code under test ran past the limit, which is its doing (as cold)
+            return RunResult({t: TestStatus.FAILED for t in ids}, None,
+                             f"the tests ran past the grading limit of {timeout:.0f} s and were killed; every "
+                             "selected test counts as failed\n" + output[-2000:], seconds=seconds,
+                             cpu_seconds=float(reply.get("cpu", 0.0)))
+        r = read_report(self.out / "report.json", ids, reply["exit"], output, seconds, key=key, canaries=canaries)
+        r.cpu_seconds = float(reply.get("cpu", r.cpu_seconds))
+        return r
+
+    def _sync_view(self, template: Template) -> None:
+        """Make the read-only test copy match ``template`` (in place: the mounts hold its inodes)."""
+        for rel, w in template.manifest.items():
+            if w[0] == "f" and self._protected(rel) and self._view.get(rel) != w[2]:
+                _write_in_place(self.view, rel, (template.root / rel).read_bytes())
+                self._view[rel] = w[2]
+        for rel in [r for r in self._view if r not in template.manifest]:
+            try:
+                os.unlink(self.view / rel)
+            except OSError:
+                pass
+            del self._view[rel]
+
+    # -- stopping -----------------------------------------------------------------------------------
+    def _stop(self) -> None:
+        """End the parent (it exits when its input closes, so its CPU time is accounted to this process), or
+        kill the sandbox: its PID namespace's init first (the kernel then kills every process in it)."""
+        if self.proc is None:
+            return
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        try:
+            kids = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+        except OSError:
+            kids = []
+        for k in kids:
+            try:
+                os.kill(int(k), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                if f:
+                    f.close()
+            except OSError:
+                pass
+        if self._cgroup is not None:
+            self._cgroup.remove()
+        self.proc = self._cgroup = None
+
+    def close(self) -> None:
+        self._stop()
+        if self._plugin_ctx is not None:
+            self._plugin_ctx.__exit__(None, None, None)
+            self._plugin_ctx = None
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+# -- the preload list ---------------------------------------------------------------------------------------
+
+def _preload_file(repo: PreparedRepo) -> Path:
+    d = paths.home() / "grading"
+    d.mkdir(exist_ok=True)
+    return d / f"preload-{venv_key(repo.spec)}.json"
+
+
+def _store_preload(repo: PreparedRepo, names: list[str]) -> None:
+    f = _preload_file(repo)
+    tmp = f.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(names))
+    os.replace(tmp, f)
+
+
+def preload_list(repo: PreparedRepo, template: Template, owned: list[str]) -> list[str]:
+    """Top-level modules the repository's pristine test suite imports from the venv and the standard
+    library, in import order: what the parent imports. Measured once per venv by collecting the suite on
+    the pristine tree (the repository's own code, no agent's), then cached."""
+    f = _preload_file(repo)
+    if f.exists():
+        return json.loads(f.read_text())
+    from frog_gym.grading import run_tests
+
+    base = paths.home() / "work" / f"preload-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        ws = Workspace(base / "ws")
+        ws.sync(template)
+        out = base / "out"
+        out.mkdir()
+        run_tests(repo, ws.path, None, 600, env={"FROG_MODULES": "1"}, out_dir=out, args=("--collect-only",))
+        try:
+            modules = json.loads((out / "report.json").read_text()).get("modules", {})
+        except (OSError, ValueError):
+            modules = {}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    names: list[str] = []
+    skip = set(owned) | {"__main__", "frog_report", "frog_coverage", "frog_server", "conftest"}
+    for name, file in modules.items():
+        top = name.split(".")[0]
+        if top in skip or top in names or str(file or "").startswith("/testbed"):
+            continue
+        if any(str(f or "").startswith("/testbed") for n, f in modules.items() if n.split(".")[0] == top):
+            continue
+        names.append(top)
+    _store_preload(repo, names)
+    return names
+
+
+# -- the per-process pool -------------------------------------------------------------------------------
+
+_POOL: OrderedDict[str, GradingServer] = OrderedDict()
+_POOL_LOCK = threading.Lock()
+_REFUSED: dict[str, str] = {}
+"""Repositories whose server could not start in this process, and why (they are graded cold)."""
+
+
+def server_for(repo: PreparedRepo, template: Template) -> GradingServer | None:
+    """This process's warm server for ``repo`` (started on first use), or None when it can't have one."""
+    key = venv_key(repo.spec)
+    with _POOL_LOCK:
+        if key in _REFUSED:
+            return None
+        s = _POOL.get(key)
+        if s is not None and s.alive():
+            _POOL.move_to_end(key)
+            return s
+        if s is not None:
+            _POOL.pop(key).close()
+        try:
+            s = GradingServer(repo, template)
+        except (Unavailable, FrogGymError, OSError) as e:
+            _REFUSED[key] = f"{type(e).__name__}: {e}"
+            return None
+        _POOL[key] = s
+        while len(_POOL) > MAX_SERVERS:
+            _POOL.popitem(last=False)[1].close()
+        return s
+
+
+def discard(server: GradingServer) -> None:
+    """Close a server that can't vouch for its last run; the next grade of its repository starts another."""
+    with _POOL_LOCK:
+        for k, v in list(_POOL.items()):
+            if v is server:
+                del _POOL[k]
+    server.close()
+
+
+def close_all() -> None:
+    """Close every warm server of this process (also run at exit)."""
+    with _POOL_LOCK:
+        while _POOL:
+            _POOL.popitem()[1].close()
+
+
+atexit.register(close_all)

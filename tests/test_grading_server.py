@@ -1,0 +1,193 @@
+"""Warm grading (frog_gym.grading_server): the same outcomes as a cold grade, and no state between grades.
+
+The attacks here go below the static check (straight to ``GradingServer.run``), as the layer tests of
+``tests/exploits/test_grading.py`` do, so that the server's own guarantees are shown to hold alone: no
+process or ``/tmp`` file of one grade survives into the next, a process left behind can't rewrite the
+report, a child that kills its parent only sends that grade to the cold path, and the tests stay
+read-only. ``tests/exploits/test_grading.py`` runs every agent-level attack through the env, which
+grades warm by default.
+"""
+
+from __future__ import annotations
+
+import random
+import textwrap
+
+import pytest
+
+from frog_gym import grading_server, paths
+from frog_gym import grading
+from frog_gym.grading import TestStatus, grade, patch_files
+from frog_gym.integrity import Canaries
+from frog_gym.snapshot import prepare
+from frog_gym.spec import load_repo
+from frog_gym.task import load_task, registered_task_ids
+from frog_gym.workspace import Change, Workspace, template_for
+
+FLAT = "inflection__handwritten-0001"
+SRC = "humanize__wrong_variable-cc4ec53d"  # src layout
+PYTEST_DEP = "iniconfig__arithmetic_op_swap-3e9569c7"  # pytest itself imports iniconfig: no warm server
+
+
+def _setup(task_id):
+    task = load_task(task_id)
+    repo = prepare(load_repo(task.repo))
+    return task, repo, template_for(repo, task.bug_patch, task_id)
+
+
+def gold(repo, task, template) -> list[Change]:
+    """The gold fix as an agent's changes: each file the fix touches, as the repository's release has it."""
+    return [Change(rel, (template.root / rel).read_bytes(), (repo.tree / rel).read_bytes())
+            for rel in sorted(patch_files(task.patch)) if (template.root / rel).exists()]
+
+
+def _canaries(task, seed=0):
+    names = {t.rsplit("::", 1)[-1] for t in task.selected_tests}
+    return Canaries.make(grading.test_files_of(task.FAIL_TO_PASS)[0], random.Random(seed), names)
+
+
+def _append(template, rel, code) -> Change:
+    old = (template.root / rel).read_bytes()
+    return Change(rel, old, old + textwrap.dedent(code).encode())
+
+
+def _parity(task_ids):
+    """Grade the bug and the gold fix of each task cold and warm; return the mismatches."""
+    bad = []
+    scratch = Workspace(paths.home() / "work" / f"parity-{random.randrange(1 << 30):08x}")
+    try:
+        for tid in task_ids:
+            task, repo, template = _setup(tid)
+            for label, changes in (("bug", []), ("gold", gold(repo, task, template))):
+                cold = grade(repo, task, template, changes, scratch, use_cache=False, warm=False)
+                warm = grade(repo, task, template, changes, scratch, use_cache=False, warm=True)
+                if (cold.resolved, cold.tests, cold.tampering) != (warm.resolved, warm.tests, warm.tampering):
+                    bad.append((tid, label, cold.resolved.value, warm.resolved.value,
+                                {t: (s, warm.tests.get(t)) for t, s in cold.tests.items() if warm.tests.get(t) != s}))
+    finally:
+        scratch.remove()
+    return bad
+
+
+def test_warm_grades_match_cold_grades():
+    for tid in (FLAT, SRC):
+        task, repo, template = _setup(tid)
+        assert grading_server.server_for(repo, template) is not None, grading_server._REFUSED
+    assert _parity([FLAT, SRC]) == []
+
+
+def test_a_repository_pytest_itself_imports_is_graded_cold():
+    task, repo, template = _setup(PYTEST_DEP)
+    assert grading_server.server_for(repo, template) is None
+    assert "importing pytest needs the package under test" in " ".join(grading_server._REFUSED.values())
+    assert _parity([PYTEST_DEP]) == []
+
+
+@pytest.mark.slow
+def test_warm_grades_match_cold_grades_on_200_tasks():
+    """Outcome parity on at least 200 tasks of every repository (the bug and the gold fix of each)."""
+    ids = [t for t in registered_task_ids() if not t.startswith("frogtoy__")]
+    by_repo: dict[str, list[str]] = {}
+    for t in ids:
+        by_repo.setdefault(t.split("__")[0], []).append(t)
+    rng = random.Random(16)
+    chosen: list[str] = []
+    while len(chosen) < 200 and any(by_repo.values()):
+        for r in sorted(by_repo):
+            if by_repo[r]:
+                chosen.append(by_repo[r].pop(rng.randrange(len(by_repo[r]))))
+    assert len(chosen) >= 200
+    assert _parity(chosen) == []
+
+
+def test_the_parent_never_imported_the_package_under_test():
+    task, repo, template = _setup(FLAT)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    assert server.hello["testbed"] == [] and server.hello["modules"] > 100
+    assert server.hello["dumpable"] == 0  # PR_GET_DUMPABLE: no child may ptrace it or write its memory
+    assert "inflection" not in grading_server.preload_list(repo, template, ["inflection"])
+
+
+def test_no_process_or_tmp_file_survives_into_the_next_grade():
+    task, repo, template = _setup(FLAT)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    leave = _append(template, "inflection/__init__.py", """
+        import subprocess as _sp
+        open("/tmp/left-behind", "w").write("x")
+        _sp.Popen(["sleep", "300"], start_new_session=True)
+    """)
+    with server.lock:
+        server.run(template, [leave], task.selected_tests, _canaries(task), 120)
+        look = _append(template, "inflection/__init__.py", """
+            import os as _o
+            _cmds = []
+            for _p in _o.listdir("/proc"):
+                try:
+                    _cmds.append(open(f"/proc/{_p}/cmdline", "rb").read())
+                except OSError:
+                    pass
+            open("/testbed/seen.txt", "w").write(repr((_o.listdir("/tmp"), [c for c in _cmds if b"sleep" in c])))
+        """)
+        r = server.run(template, [look], task.selected_tests, _canaries(task, 1), 120)
+        seen = (server.ws.path / "seen.txt").read_text()
+    assert r.tampering == []
+    assert "left-behind" not in seen and "sleep" not in seen, seen
+
+
+def test_a_process_left_behind_never_reaches_the_next_grade():
+    """A forked writer outlives pytest for a moment (as it would in a cold sandbox) and spoils its own
+    report, which then fails verification; it is dead before the next grade starts, whose report is clean."""
+    task, repo, template = _setup(FLAT)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    writer = _append(template, "inflection/__init__.py", """
+        import os as _o, time as _t
+        if _o.fork() == 0:
+            for _ in range(600):
+                _t.sleep(0.05)
+                try:
+                    open("/frog/out/report.json", "w").write('{"exitstatus": 1, "tests": {}}')
+                except OSError:
+                    pass
+            _o._exit(0)
+    """)
+    with server.lock:
+        first = server.run(template, [writer], task.selected_tests, _canaries(task), 120)
+        assert not any(first.statuses[t].ok for t in task.FAIL_TO_PASS)
+        r = server.run(template, [], task.selected_tests, _canaries(task, 1), 120)
+    assert r.tampering == [], r.note
+    assert all(r.statuses[t] is TestStatus.FAILED for t in task.FAIL_TO_PASS)
+    assert all(r.statuses[t] is TestStatus.PASSED for t in task.PASS_TO_PASS)
+
+
+def test_a_child_that_kills_its_parent_sends_the_grade_to_the_cold_path():
+    task, repo, template = _setup(FLAT)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    kill = _append(template, "inflection/__init__.py", "import os as _o, signal as _s\n_o.kill(_o.getppid(), _s.SIGKILL)\n")
+    with server.lock, pytest.raises(grading_server.Unavailable):
+        server.run(template, [kill], task.selected_tests, _canaries(task), 120)
+    grading_server.discard(server)
+    again = grading_server.server_for(repo, template)
+    assert again is not None and again is not server and again.alive()
+
+
+def test_the_tests_stay_read_only_in_a_warm_grade():
+    task, repo, template = _setup(FLAT)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    rewrite = _append(template, "inflection/__init__.py", """
+        try:
+            _t = open("/testbed/test_inflection.py").read().replace("assert ", "assert True or ")
+            open("/testbed/test_inflection.py", "w").write(_t)
+        except OSError:
+            pass
+    """)
+    with server.lock:
+        r = server.run(template, [rewrite], task.selected_tests, _canaries(task), 120)
+    assert r.tampering == [], r.note
+    assert all(r.statuses[t] is TestStatus.FAILED for t in task.FAIL_TO_PASS)
+    assert "assert True or" not in (server.view / "test_inflection.py").read_text()
+    assert "assert True or" not in (server.ws.path / "test_inflection.py").read_text()
