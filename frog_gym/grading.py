@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym import paths
+from frog_gym.errors import SourceError
 from frog_gym.integrity import GRADING_VERSION, Canaries, grading_code_digest, out_of_scope, scan, verify
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox import make_sandbox
 from frog_gym.snapshot import PreparedRepo, venv_key
 from frog_gym.task import Task
-from frog_gym.workspace import Change, Template, Workspace, append_file, write_changes
+from frog_gym.workspace import Change, Template, Workspace, append_file, apply_patch, write_changes
 
 
 class TestStatus(str, enum.Enum):
@@ -316,6 +317,19 @@ def scope(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     return kept, dict(sorted(discarded.items()))
 
 
+def apply_test_patch(tree: Path, task: Task) -> str | None:
+    """Apply the task's hidden tests (``test_patch``, e.g. a FrogLive task's new tests) to a grading tree,
+    after the agent's changes; returns why it failed to apply, or None. :func:`scope` has already reset
+    the agent's changes to every file the patch touches, so it applies to the task's own files."""
+    if not task.test_patch.strip():
+        return None
+    try:
+        apply_patch(tree, task.test_patch, f"the test patch of {task.instance_id}")
+    except SourceError as e:
+        return str(e)
+    return None
+
+
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,
           timeout: float = 900.0, use_cache: bool = True, backend: str = "local",
           rng: random.Random | None = None, unread: dict[str, str] | None = None) -> GradeReport:
@@ -351,6 +365,9 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         return report
     scratch.sync(template)
     write_changes(scratch.path, kept)
+    if (bad := apply_test_patch(scratch.path, task)) is not None:
+        return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, None, time.monotonic() - start,
+                           tests_discarded, f"the hidden tests did not apply: {bad[:300]}", discarded=discarded)
     rng = rng or random.Random(secrets.randbits(64))
     target = test_files_of(task.FAIL_TO_PASS)[0]
     names = {t.rsplit("::", 1)[-1] for t in task.selected_tests}

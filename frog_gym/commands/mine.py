@@ -1,0 +1,53 @@
+"""``frog-gym mine``: mine real bug fixes from consecutive PyPI releases into FrogLive tasks (resumable)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "Mine real bug fixes from consecutive PyPI releases of registered repositories (FrogLive tasks)."
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("repos", nargs="*", metavar="REPO", help="registered repository names (see `frog-gym registry list`)")
+    p.add_argument("--all", action="store_true", help="every registered repository with a PyPI source")
+    p.add_argument("--since", metavar="DATE", help="only fixes released on or after DATE (YYYY-MM-DD)")
+    p.add_argument("--max-pairs", type=int, default=12,
+                   help="newest release pairs scanned per repository (default 12; 0: all)")
+    p.add_argument("--runs", type=int, default=3, help="graded validation runs per task (default 3)")
+    p.add_argument("--tasks-dir", help="write <repo>.live.jsonl here instead of the registry's task folder")
+    p.add_argument("--retry", action="store_true", help="mine again the pairs that ended in an error")
+    p.add_argument("--report", metavar="FILE",
+                   help="write the mining report (every pair recorded so far) as Markdown to FILE")
+
+
+def run(args: argparse.Namespace) -> int:
+    from frog_gym.generators import mine
+    from frog_gym.live import check_date
+    from frog_gym.spec import load_repo, repo_names
+
+    if args.since:
+        try:
+            check_date(args.since)
+        except ValueError as e:
+            print(f"frog-gym mine: {e}", file=sys.stderr)
+            return 2
+    names = [n for n in repo_names() if load_repo(n).source.kind == "pypi"] if args.all else args.repos
+    if not names and not args.report:
+        print("frog-gym mine: name repositories or pass --all (see `frog-gym registry list`)", file=sys.stderr)
+        return 2
+    for n in names:
+        load_repo(n)  # an unknown name fails here, with a did-you-mean
+    if names:
+        mine.mine(names, since=args.since, max_pairs=args.max_pairs or None, runs=args.runs,
+                  tasks_dir=Path(args.tasks_dir) if args.tasks_dir else None, retry=args.retry,
+                  log=lambda s: print(s, flush=True))
+    text = mine.report([r for r in mine.all_results() if not names or r.repo in names] if not args.report
+                       else mine.all_results())
+    if args.report:
+        Path(args.report).write_text(text, encoding="utf-8")
+        print(f"report written to {args.report}")
+    else:
+        print(text)
+    return 0
