@@ -67,6 +67,8 @@ MAX_GROUPS = 5
 """Candidate groups (test modules) reduced per pair, the largest first."""
 PAIR_BUDGET_S = 420.0
 """Past this many seconds on one pair no further group is reduced."""
+TEST_TIMEOUT = 15
+"""Per-test timeout (seconds) of the miner's runs: a new test that hangs on the old release fails fast."""
 _MARKER = ".frog-complete"
 
 
@@ -437,6 +439,7 @@ class _Pair:
     def __init__(self, spec: RepoSpec, old: PreparedRepo, new: PreparedRepo, ws: Workspace, timeout: float):
         self.spec, self.old, self.new, self.ws, self.timeout = spec, old, new, ws, timeout
         self.runs = 0
+        self.seconds: list[float] = []
         self.started = time.monotonic()
         self.base = Template(old.tree, _manifest(old.tree))
         self.new_base = Template(new.tree, _manifest(new.tree))
@@ -448,8 +451,10 @@ class _Pair:
         self.ws.sync(base)
         write_changes(self.ws.path, changes)
         spec = dataclasses.replace(repo.spec, tests=dataclasses.replace(repo.spec.tests, paths=tuple(files)))
-        return run_tests(PreparedRepo(spec, repo.tree, repo.venv), self.ws.path, ids, self.timeout,
-                         details=details, args=("--continue-on-collection-errors",))
+        r = run_tests(PreparedRepo(spec, repo.tree, repo.venv), self.ws.path, ids, self.timeout,
+                      details=details, args=("--continue-on-collection-errors", f"--timeout={TEST_TIMEOUT}"))
+        self.seconds.append(r.seconds)
+        return r
 
 
 def _text(b: bytes | None) -> str | None:
@@ -491,8 +496,10 @@ def _relock(repo: PreparedRepo) -> PreparedRepo:
 
 
 def mine_pair(spec: RepoSpec, a: Release, b: Release, *, tasks_dir: Path | None = None, runs: int = 3,
-              timeout: float = 300, log: Callable[[str], None] = print) -> PairResult:
-    """Mine one release pair ``a`` -> ``b`` (see the module docstring); never raises for bad input."""
+              timeout: float = 180, family: str = "live", log: Callable[[str], None] = print) -> PairResult:
+    """Mine one release pair ``a`` -> ``b`` (see the module docstring); never raises for bad input.
+
+    ``family`` ``mirror`` turns each fix into a mirror task instead (see :func:`mirror_task`)."""
     start = time.monotonic()
     res = PairResult(spec.name, a.version, b.version, "skipped", released=b.uploaded[:10])
 
@@ -534,7 +541,7 @@ def mine_pair(spec: RepoSpec, a: Release, b: Release, *, tasks_dir: Path | None 
         pair = _Pair(spec, old_repo, new_repo, ws, timeout)
         try:
             return _mine(pair, spec, a, b, res, done, fa, targets, test_changes_all, hunks, old_text,
-                         tasks_dir, runs, log)
+                         tasks_dir, runs, family, log)
         except Exception as e:  # noqa: BLE001 (one broken pair must not stop the run)
             res.test_runs = pair.runs
             return done("error", f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
@@ -542,7 +549,7 @@ def mine_pair(spec: RepoSpec, a: Release, b: Release, *, tasks_dir: Path | None 
 
 def _mine(pair: _Pair, spec: RepoSpec, a: Release, b: Release, res: PairResult, done: Callable[..., PairResult],
           fa: dict[str, bytes], targets: list[str], test_changes: list[Change], hunks: list[Hunk],
-          old_text: dict[str, str | None], tasks_dir: Path | None, runs: int,
+          old_text: dict[str, str | None], tasks_dir: Path | None, runs: int, family: str,
           log: Callable[[str], None]) -> PairResult:
     on_new = pair.run(pair.new, pair.new_base, [], targets)
     passed_new = {t for t, s in _statuses(on_new).items() if s.ok}
@@ -610,16 +617,26 @@ def _mine(pair: _Pair, spec: RepoSpec, a: Release, b: Release, res: PairResult, 
     if not found:
         res.test_runs = pair.runs
         return done("skipped", f"{len(cands)} candidate(s), but N+1's source change does not make them pass on N")
-    path = live_path(spec.name, tasks_dir)
+    path = live_path(spec.name, tasks_dir, family)
     existing = _existing_ids(path)
+    mark = LIVE_MARK if family == "live" else MIRROR_MARK
     for k, (key, f2p) in enumerate(sorted(found.items(), key=lambda kv: kv[1][0]), start=1):
-        iid = f"{spec.name}{LIVE_MARK}{b.version}-{k}"
+        iid = f"{spec.name}{mark}{b.version}-{k}"
         if iid in existing:
             res.kept.append(iid)
             continue
         task = _build_task(pair, spec, a, b, iid, [hunks[i] for i in key], sorted(set(f2p)), test_changes,
                            old_text_str, minimal_of[key], len(hunks))
         if task is None:
+            continue
+        if family == "mirror":
+            task, why = mirror_task(task, runs)
+            if task is None:
+                log(f"  {iid}: no mirror: {why}")
+                continue
+            append_task(task, path)
+            res.kept.append(iid)
+            log(f"  {iid}: kept as a mirror task ({len(task.FAIL_TO_PASS)} F2P, {len(task.PASS_TO_PASS)} P2P)")
             continue
         ok, why, val = validate_live(pair, task, runs)
         if not ok:
@@ -714,7 +731,43 @@ def validate_live(pair: _Pair, task: Task, runs: int = 3) -> tuple[bool, str, di
     return True, "", {"runs": runs, "graded": True, "seconds": round(time.monotonic() - start, 1)}
 
 
-def _changes_of(tree: Path, patch: str) -> list[Change]:
+def mirror_task(fix: Task, runs: int = 3) -> tuple[Task | None, str]:
+    """The fix of a mined task reversed onto the repository's pinned release (a real bug brought back),
+    validated like every generated task (:func:`frog_gym.generators.validate.validate`), or ``(None, why)``.
+
+    Its tests are the pinned release's own (visible, as in every training task): the mined task's
+    FAIL_TO_PASS and PASS_TO_PASS that still exist and pass there are the candidates."""
+    from frog_gym.generators.validate import Scratch as _Scratch, baseline, validate
+
+    spec = load_repo(fix.repo)
+    repo = prepare(spec)
+    try:
+        fixed = _changes_of(repo.tree, fix.patch, reverse=True)
+    except Exception as e:  # noqa: BLE001 (a patch that no longer applies is the common case)
+        return None, f"the fix does not reverse onto {spec.source.version}: {str(e).splitlines()[0][:120]}"
+    if not fixed:
+        return None, "the fix reverses to no change"
+    passing = {t for t, s in baseline(repo).items() if TestStatus(s).ok}
+    cands = [t for t in (*fix.FAIL_TO_PASS, *fix.PASS_TO_PASS) if t in passing]
+    if not any(t in passing for t in fix.FAIL_TO_PASS):
+        return None, f"none of the fix's tests passes on {spec.source.version} under the same id"
+    with _Scratch() as ws:
+        v = validate(repo, fixed, candidates=cands, runs=runs, workspace=ws, details=True, max_fail_to_pass=40)
+    if not v.ok:
+        return None, f"validation: {v.reason}"
+    bug = diff_text(fixed)
+    gold = diff_text([Change(c.path, c.new, c.old) for c in fixed])
+    prov = {k: fix.provenance[k] for k in ("from_version", "to_version", "to_sha256", "released", "statement",
+                                           "changelog", "changelog_score")}
+    return dataclasses.replace(
+        fix, instance_id=fix.instance_id, version=spec.source.version, base_commit=spec.source.key, patch=gold,
+        bug_patch=bug, test_patch="", FAIL_TO_PASS=tuple(v.fail_to_pass), PASS_TO_PASS=tuple(v.pass_to_pass),
+        provenance={"generator": "mirror", **prov},
+        features={**fix.features, "f2p": len(v.fail_to_pass), "crash": v.crash},
+        validation={"runs": v.runs, "seconds": round(v.seconds, 1), "flaky": v.flaky}), ""
+
+
+def _changes_of(tree: Path, patch: str, reverse: bool = False) -> list[Change]:
     """The changes a gold patch makes to ``tree`` (applied to a scratch copy)."""
     from frog_gym.live import patch_paths
     from frog_gym.workspace import apply_patch
@@ -728,11 +781,25 @@ def _changes_of(tree: Path, patch: str) -> list[Change]:
             if (tree / f).exists():
                 (tmp / f).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(tree / f, tmp / f)
-        apply_patch(tmp, patch, "the gold patch")
-        return [Change(f, (tree / f).read_bytes() if (tree / f).exists() else None,
-                       (tmp / f).read_bytes() if (tmp / f).exists() else None) for f in files]
+        if reverse:
+            _git_apply(tmp, patch, ["-R"])
+        else:
+            apply_patch(tmp, patch, "the gold patch")
+        out = [Change(f, (tree / f).read_bytes() if (tree / f).exists() else None,
+                      (tmp / f).read_bytes() if (tmp / f).exists() else None) for f in files]
+        return [c for c in out if c.old != c.new]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _git_apply(tree: Path, patch: str, extra: list[str]) -> None:
+    import subprocess
+
+    proc = subprocess.run(["git", "apply", "--whitespace=nowarn", *extra, "-"], cwd=tree, input=patch, text=True,
+                          capture_output=True, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1",
+                                                    "GIT_CONFIG_GLOBAL": os.devnull})
+    if proc.returncode != 0:
+        raise OSError(proc.stderr.strip() or "git apply failed")
 
 
 # -- driving -------------------------------------------------------------------------------------------
@@ -757,15 +824,28 @@ def pairs_for(spec: RepoSpec, releases: list[Release], since: str | None, max_pa
     return pairs[:max_pairs] if max_pairs else pairs
 
 
-def state_path(spec: RepoSpec, a: Release, b: Release) -> Path:
-    return mine_dir() / spec.name / f"{a.version}..{b.version}.json"
+def state_path(spec: RepoSpec, a: Release, b: Release, family: str = "live") -> Path:
+    suffix = "" if family == "live" else f".{family}"
+    return mine_dir() / spec.name / f"{a.version}..{b.version}{suffix}.json"
+
+
+def live_releases(repo: str) -> set[str]:
+    """The releases N+1 whose fixes some live task of ``repo`` carries (mirror tasks never reuse them)."""
+    path = live_path(repo)
+    if not path.exists():
+        return set()
+    return {json.loads(line)["provenance"]["to_version"] for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()}
 
 
 def mine(repos: list[str], *, since: str | None = None, max_pairs: int | None = 12, runs: int = 3,
-         tasks_dir: Path | None = None, retry: bool = False, log: Callable[[str], None] = print
-         ) -> list[PairResult]:
+         tasks_dir: Path | None = None, retry: bool = False, family: str = "live",
+         log: Callable[[str], None] = print) -> list[PairResult]:
     """Mine each repository's release pairs (newest first), resuming from earlier runs' recorded outcomes
-    (``retry``: mine pairs that ended in ``error`` again). Returns every pair's result, old and new."""
+    (``retry``: mine pairs that ended in ``error`` again). Returns every pair's result, old and new.
+
+    ``family="mirror"`` makes mirror tasks (training) from the pairs after those mined for live tasks
+    (older releases, never a release that a live task comes from), up to the pinned release."""
     out = []
     for name in repos:
         spec = load_repo(name)
@@ -777,14 +857,22 @@ def mine(repos: list[str], *, since: str | None = None, max_pairs: int | None = 
         except OSError as e:
             log(f"{name}: skipped: the index could not be read: {e}")
             continue
-        for a, b in pairs_for(spec, releases, since, max_pairs):
-            sp = state_path(spec, a, b)
+        pinned = Version(spec.source.version)
+        todo = pairs_for(spec, releases, since, None if family == "mirror" else max_pairs)
+        if family == "mirror":
+            live = {p.stem.split("..")[1] for p in (mine_dir() / name).glob("*..*.json")
+                    if not p.stem.endswith(".mirror")} | live_releases(name)
+            todo = [(a, b) for a, b in todo if Version(b.version) <= pinned and b.version not in live]
+            todo = todo[:max_pairs] if max_pairs else todo
+        for a, b in todo:
+            sp = state_path(spec, a, b, family)
             if sp.exists():
                 prev = PairResult(**json.loads(sp.read_text()))
                 if not (retry and prev.outcome == "error"):
                     out.append(prev)
                     continue
-            r = mine_pair(spec, a, b, tasks_dir=tasks_dir, runs=runs, log=log)
+            log(f"{name} {a.version} -> {b.version}: mining")
+            r = mine_pair(spec, a, b, tasks_dir=tasks_dir, runs=runs, family=family, log=log)
             sp.parent.mkdir(parents=True, exist_ok=True)
             sp.write_text(json.dumps(dataclasses.asdict(r)))
             log(f"{name} {a.version} -> {b.version}: {r.outcome}"
@@ -816,10 +904,12 @@ def report(results: list[PairResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def all_results() -> list[PairResult]:
-    """Every pair outcome recorded under ``$FROG_GYM_HOME/mine``."""
+def all_results(family: str = "live") -> list[PairResult]:
+    """Every pair outcome of ``family`` recorded under ``$FROG_GYM_HOME/mine``."""
     out = []
     for p in sorted(mine_dir().glob("*/*.json")):
+        if (family == "live") == p.name.endswith(".mirror.json"):
+            continue
         try:
             out.append(PairResult(**json.loads(p.read_text())))
         except (ValueError, TypeError):

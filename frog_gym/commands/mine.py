@@ -17,6 +17,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="newest release pairs scanned per repository (default 12; 0: all)")
     p.add_argument("--runs", type=int, default=3, help="graded validation runs per task (default 3)")
     p.add_argument("--tasks-dir", help="write <repo>.live.jsonl here instead of the registry's task folder")
+    p.add_argument("--mirror", action="store_true",
+                   help="make mirror tasks (training: the fix reversed onto the pinned release) from the older "
+                        "release pairs, never one a live task comes from")
     p.add_argument("--retry", action="store_true", help="mine again the pairs that ended in an error")
     p.add_argument("--report", metavar="FILE",
                    help="write the mining report (every pair recorded so far) as Markdown to FILE")
@@ -42,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
     if names:
         mine.mine(names, since=args.since, max_pairs=args.max_pairs or None, runs=args.runs,
                   tasks_dir=Path(args.tasks_dir) if args.tasks_dir else None, retry=args.retry,
-                  log=lambda s: print(s, flush=True))
-    text = mine.report([r for r in mine.all_results() if not names or r.repo in names] if not args.report
-                       else mine.all_results())
+                  family="mirror" if args.mirror else "live", log=lambda s: print(s, flush=True))
+    results = mine.all_results("mirror" if args.mirror else "live")
+    text = mine.report([r for r in results if not names or r.repo in names] if not args.report else results)
     if args.report:
         Path(args.report).write_text(text, encoding="utf-8")
         print(f"report written to {args.report}")
