@@ -67,7 +67,7 @@ MAX_GROUPS = 5
 """Candidate groups (test modules) reduced per pair, the largest first."""
 PAIR_BUDGET_S = 420.0
 """Past this many seconds on one pair no further group is reduced."""
-TEST_TIMEOUT = 15
+TEST_TIMEOUT = 8
 """Per-test timeout (seconds) of the miner's runs: a new test that hangs on the old release fails fast."""
 _MARKER = ".frog-complete"
 
@@ -445,14 +445,16 @@ class _Pair:
         self.new_base = Template(new.tree, _manifest(new.tree))
 
     def run(self, repo: PreparedRepo, base: Template, changes: list[Change], files: list[str],
-            ids: tuple[str, ...] | None = None, details: bool = False) -> Any:
-        """Run ``files`` (or exactly ``ids``) on ``base`` plus ``changes`` with ``repo``'s venv."""
+            ids: tuple[str, ...] | None = None, details: bool = False, first_failure: bool = False) -> Any:
+        """Run ``files`` (or exactly ``ids``) on ``base`` plus ``changes`` with ``repo``'s venv
+        (``first_failure``: stop at the first failing test, when only "do all pass?" matters)."""
         self.runs += 1
         self.ws.sync(base)
         write_changes(self.ws.path, changes)
         spec = dataclasses.replace(repo.spec, tests=dataclasses.replace(repo.spec.tests, paths=tuple(files)))
         r = run_tests(PreparedRepo(spec, repo.tree, repo.venv), self.ws.path, ids, self.timeout,
-                      details=details, args=("--continue-on-collection-errors", f"--timeout={TEST_TIMEOUT}"))
+                      details=details, args=("--continue-on-collection-errors", f"--timeout={TEST_TIMEOUT}",
+                                             *(["--maxfail=1"] if first_failure else [])))
         self.seconds.append(r.seconds)
         return r
 
@@ -591,7 +593,7 @@ def _mine(pair: _Pair, spec: RepoSpec, a: Release, b: Release, res: PairResult, 
         key = (frozenset(idx), ids)
         if key not in memo:
             r = pair.run(pair.old, pair.base, test_changes + apply_hunks(old_text_str, [hunks[i] for i in idx]),
-                         sorted({t.split("::", 1)[0] for t in ids}), ids)
+                         sorted({t.split("::", 1)[0] for t in ids}), ids, first_failure=True)
             memo[key] = not r.infra_failure and all(r.statuses[t].ok for t in ids)
         return memo[key]
 
