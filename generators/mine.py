@@ -575,7 +575,8 @@ def _mine(pair: _Pair, spec: RepoSpec, a: Release, b: Release, res: PairResult, 
             st_old = _statuses(on_old)
     if not st_old:
         res.test_runs = pair.runs
-        return done("skipped", f"the suite does not run on {a.version}: {on_old.infra_failure}")
+        why = on_old.infra_failure or (on_old.note.strip().splitlines() or ["no test ran"])[0][:160]
+        return done("skipped", f"the suite does not run on {a.version}: {why}")
     collect_failed = set(on_old.collect_errors)
     cands = sorted(t for t in passed_new if t in st_old and st_old[t] is TestStatus.FAILED
                    and t.split("::", 1)[0] not in collect_failed
@@ -632,7 +633,7 @@ def _mine(pair: _Pair, spec: RepoSpec, a: Release, b: Release, res: PairResult, 
         if task is None:
             continue
         if family == "mirror":
-            task, why = mirror_task(task, runs)
+            task, why = mirror_task(task, [hunks[i] for i in key], old_text_str, runs)
             if task is None:
                 log(f"  {iid}: no mirror: {why}")
                 continue
@@ -733,7 +734,39 @@ def validate_live(pair: _Pair, task: Task, runs: int = 3) -> tuple[bool, str, di
     return True, "", {"runs": runs, "graded": True, "seconds": round(time.monotonic() - start, 1)}
 
 
-def mirror_task(fix: Task, runs: int = 3) -> tuple[Task | None, str]:
+def reverse_onto(tree: Path, hunks: list[Hunk], old: dict[str, str]) -> list[Change]:
+    """The changes that undo ``hunks`` (a fix of release N, ``old`` its files) in another release's ``tree``:
+    each hunk's fixed lines, with a line of N's context on each side, must occur exactly once in the file
+    (wherever it moved to), and are replaced by the lines before the fix.
+
+    Raises:
+        ValueError: a file is missing, or a hunk's fixed text is not found exactly once.
+    """
+    out = []
+    by_path: dict[str, list[Hunk]] = {}
+    for h in hunks:
+        by_path.setdefault(h.path, []).append(h)
+    for path, hs in sorted(by_path.items()):
+        p = tree / path
+        if any(h.created or h.deleted for h in hs):
+            raise ValueError(f"{path}: the fix creates or deletes the file")
+        if not p.is_file():
+            raise ValueError(f"{path} is not in the pinned release")
+        text = p.read_text(encoding="utf-8")
+        a = (old.get(path) or "").splitlines(keepends=True)
+        for h in sorted(hs, key=lambda h: -h.start):
+            before = a[h.start - 1] if h.start > 0 else ""
+            after = a[h.end] if h.end < len(a) else ""
+            fixed = before + "".join(h.new) + after
+            if not fixed.strip() or text.count(fixed) != 1:
+                raise ValueError(f"{path}: the fixed lines near line {h.start + 1} occur "
+                                 f"{text.count(fixed) if fixed.strip() else 0} times in the pinned release")
+            text = text.replace(fixed, before + "".join(a[h.start:h.end]) + after)
+        out.append(Change(path, p.read_bytes(), text.encode()))
+    return [c for c in out if c.old != c.new]
+
+
+def mirror_task(fix: Task, hunks: list[Hunk], old: dict[str, str], runs: int = 3) -> tuple[Task | None, str]:
     """The fix of a mined task reversed onto the repository's pinned release (a real bug brought back),
     validated like every generated task (:func:`frog_gym.generators.validate.validate`), or ``(None, why)``.
 
@@ -744,9 +777,9 @@ def mirror_task(fix: Task, runs: int = 3) -> tuple[Task | None, str]:
     spec = load_repo(fix.repo)
     repo = prepare(spec)
     try:
-        fixed = _changes_of(repo.tree, fix.patch, reverse=True)
-    except Exception as e:  # noqa: BLE001 (a patch that no longer applies is the common case)
-        return None, f"the fix does not reverse onto {spec.source.version}: {str(e).splitlines()[0][:120]}"
+        fixed = reverse_onto(repo.tree, hunks, old)
+    except (ValueError, UnicodeDecodeError) as e:  # a fix that no longer applies is the common case
+        return None, f"the fix does not reverse onto {spec.source.version}: {str(e)[:160]}"
     if not fixed:
         return None, "the fix reverses to no change"
     passing = {t for t, s in baseline(repo).items() if TestStatus(s).ok}
@@ -769,7 +802,7 @@ def mirror_task(fix: Task, runs: int = 3) -> tuple[Task | None, str]:
         validation={"runs": v.runs, "seconds": round(v.seconds, 1), "flaky": v.flaky}), ""
 
 
-def _changes_of(tree: Path, patch: str, reverse: bool = False) -> list[Change]:
+def _changes_of(tree: Path, patch: str) -> list[Change]:
     """The changes a gold patch makes to ``tree`` (applied to a scratch copy)."""
     from frog_gym.live import patch_paths
     from frog_gym.workspace import apply_patch
@@ -783,25 +816,12 @@ def _changes_of(tree: Path, patch: str, reverse: bool = False) -> list[Change]:
             if (tree / f).exists():
                 (tmp / f).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(tree / f, tmp / f)
-        if reverse:
-            _git_apply(tmp, patch, ["-R"])
-        else:
-            apply_patch(tmp, patch, "the gold patch")
+        apply_patch(tmp, patch, "the gold patch")
         out = [Change(f, (tree / f).read_bytes() if (tree / f).exists() else None,
                       (tmp / f).read_bytes() if (tmp / f).exists() else None) for f in files]
         return [c for c in out if c.old != c.new]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _git_apply(tree: Path, patch: str, extra: list[str]) -> None:
-    import subprocess
-
-    proc = subprocess.run(["git", "apply", "--whitespace=nowarn", *extra, "-"], cwd=tree, input=patch, text=True,
-                          capture_output=True, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1",
-                                                    "GIT_CONFIG_GLOBAL": os.devnull})
-    if proc.returncode != 0:
-        raise OSError(proc.stderr.strip() or "git apply failed")
 
 
 # -- driving -------------------------------------------------------------------------------------------

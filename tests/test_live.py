@@ -90,3 +90,30 @@ def test_hidden_tests_grade_a_live_episode_and_agent_edits_to_them_are_discarded
         assert reward == 1.0, info["report"]
     finally:
         env.close()
+
+
+MIRROR = [i for i in registered_task_ids() if "__mirror-" in i]
+
+
+@pytest.mark.skipif(not MIRROR, reason="no mirror tasks are registered (frog-gym mine --mirror)")
+@pytest.mark.slow
+def test_a_mirror_task_is_a_training_task_on_the_pinned_release_that_its_gold_patch_fixes():
+    import subprocess
+
+    iid = MIRROR[0]
+    task = load_task(iid)
+    assert iid in default_pool() and task.test_patch == "" and task.bug_patch
+    assert task.provenance["to_version"] not in {load_task(i).provenance["to_version"] for i in LIVE
+                                                 if load_task(i).repo == task.repo}
+    assert task_spec(task) == load_repo(task.repo)
+    env = FrogSWEEnv(task_id=iid)
+    try:
+        env.reset(seed=0)
+        _, reward, _, _, info = env.step({"tool": "submit"})
+        assert reward == 0.0 and info["infra_failure"] is None
+        env.reset(seed=0)
+        subprocess.run(["git", "apply", "-"], cwd=env._ws.path, input=task.patch, text=True, check=True)
+        _, reward, _, _, info = env.step({"tool": "submit"})
+        assert reward == 1.0, info["report"]
+    finally:
+        env.close()

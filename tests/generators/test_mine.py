@@ -204,3 +204,16 @@ def test_cli_refuses_a_bad_date_in_one_line():
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("frog-gym mine: --since must be a date YYYY-MM-DD (e.g. 2025-06-01), "
                                    "got 'last week'")
+
+
+def test_a_fix_is_reversed_onto_a_later_release_wherever_its_lines_moved(tmp_path):
+    old = {"pkg/m.py": "def f(x):\n    return x + 1\n\n\ndef g():\n    return 2\n"}
+    fixed = old["pkg/m.py"].replace("x + 1", "x + 2")
+    hs = hunks_of("pkg/m.py", old["pkg/m.py"], fixed)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("import os\n\n\n" + fixed + "\n\ndef h():\n    pass\n")
+    (c,) = mine.reverse_onto(tmp_path, hs, old)
+    assert c.new.decode() == "import os\n\n\n" + old["pkg/m.py"] + "\n\ndef h():\n    pass\n"
+    (tmp_path / "pkg" / "m.py").write_text(fixed.replace("x + 2", "x + 3"))  # the fix was rewritten since
+    with pytest.raises(ValueError, match="occur 0 times"):
+        mine.reverse_onto(tmp_path, hs, old)
