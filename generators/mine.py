@@ -262,14 +262,30 @@ _COMMON = {"self", "None", "True", "False", "return", "def", "class", "import", 
 
 
 def changelog_files(tree: Path) -> list[str]:
-    """Changelog files of an unpacked sdist (root, ``docs/``, ``doc/``), relative paths."""
+    """Changelog files of an unpacked sdist (root, ``docs/``, ``doc/``), relative paths; the README last
+    (some projects keep their version history there)."""
     out = []
     for d in ("", "docs", "doc", "docs/source", "doc/source"):
         folder = tree / d if d else tree
         if folder.is_dir():
             out += [f"{d}/{p.name}".lstrip("/") for p in sorted(folder.iterdir())
                     if p.is_file() and _CHANGELOG.match(p.name)]
-    return out
+    return out + [p.name for p in sorted(tree.glob("README*")) if p.is_file()]
+
+
+def version_bullets(text: str, version: str) -> list[str]:
+    """Entries written as one bullet that starts with the version (``- 1.22.4 Fix ...``), without it.
+
+    >>> version_bullets("- 1.2.1 Fix b.\\n- 1.2.0 Add a.\\n", "1.2.1")
+    ['Fix b.']
+    """
+    want = _version_re(version)
+    out = []
+    for line in text.splitlines():
+        m = _BULLET.match(line)
+        if m and (v := want.match(line[m.end():])):
+            out.append(line[m.end() + v.end():].strip(" :-\t"))
+    return [e for e in out if e]
 
 
 def _version_re(version: str) -> re.Pattern[str]:
@@ -376,18 +392,22 @@ def _enclosing(h: Hunk, old: dict[str, str]) -> str:
 
 def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str]) -> tuple[str, str, float]:
     """``(entry, changelog file, score)`` of the best-matching entry of ``version``'s section, or
-    ``("", "", 0)`` when no entry names an identifier of the fix (or two of its modules)."""
+    ``("", "", 0)`` when no entry names an identifier of the fix (or two of its modules; or, when it is the
+    release's only entry, one of them)."""
     best = ("", "", 0.0)
     for rel in changelog_files(tree):
         try:
             text = (tree / rel).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        section = changelog_section(text, version)
-        for entry in changelog_entries(section):
+        entries = changelog_entries(changelog_section(text, version)) if not rel.startswith("README") else []
+        entries = entries or version_bullets(text, version)
+        for entry in entries:
             words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", entry))
             lower = {w.lower() for w in words}
             score = 2.0 * len({i for i in idents if i in words}) + len({m for m in mods if m.lower() in lower})
+            if len(entries) == 1 and score >= 1:  # the release's only entry, and it names what the fix touches
+                score = max(score, 2.0)
             if score > best[2]:
                 best = (entry, rel, score)
     return best if best[2] >= 2 else ("", "", 0.0)
@@ -691,7 +711,7 @@ def _build_task(pair: _Pair, spec: RepoSpec, a: Release, b: Release, iid: str, h
     else:
         fails = [Failure(t, without.details.get(t, {}).get("exc_type", ""), without.details.get(t, {}).get(
             "message", ""), "") for t in f2p]
-        module = hunks[0].path.removesuffix(".py").replace("/", ".")
+        module = hunks[0].path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
         for p in spec.install.import_paths:
             if p not in (".", "") and module.startswith(p.rstrip("/") + "."):
                 module = module[len(p.rstrip("/")) + 1:]
@@ -822,6 +842,41 @@ def _changes_of(tree: Path, patch: str) -> list[Change]:
         return [c for c in out if c.old != c.new]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def restate(path: Path) -> int:
+    """Match the generated statements of a live or mirror task file against the changelog again (after the
+    matcher learned a format); rewrites the file and returns how many statements now come from it."""
+    from frog_gym.live import task_spec
+    from frog_gym.task import load_tasks_file
+
+    tasks, n = load_tasks_file(str(path)), 0
+    out = []
+    for t in tasks:
+        prov = dict(t.provenance)
+        if prov.get("statement") == "generated":
+            spec = load_repo(t.repo)
+            tree_new = snapshot_tree(release_spec(spec, prov["to_version"], prov["to_sha256"]))
+            base = snapshot_tree(task_spec(t))
+            gold = _changes_of(base, t.patch)
+            old = {c.path: _text(c.old) or "" for c in gold if c.old is not None}
+            hunks = [h for c in gold for h in hunks_of(c.path, _text(c.old), _text(c.new))]
+            idents, mods = fix_names(hunks, old)
+            for test in t.FAIL_TO_PASS:
+                idents.update(w for w in re.findall(r"[A-Za-z_]\w{2,}", test.split("::")[-1].split("[")[0])
+                              if w != "test")
+            entry, source, score = match_changelog(tree_new, prov["to_version"], idents, mods)
+            if entry:
+                n += 1
+                prov.update(statement="changelog", changelog=source, changelog_score=score)
+                t = dataclasses.replace(t, problem_statement=clean_entry(entry), statement_level="full",
+                                        provenance=prov, features={**t.features, "statement_level": "full"})
+        out.append(t)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(t.to_json() + "\n" for t in out), encoding="utf-8")
+    os.replace(tmp, path)
+    path.with_suffix(".ids").write_text(ids_sidecar_text(path.read_bytes()), encoding="utf-8")
+    return n
 
 
 # -- driving -------------------------------------------------------------------------------------------

@@ -217,3 +217,11 @@ def test_a_fix_is_reversed_onto_a_later_release_wherever_its_lines_moved(tmp_pat
     (tmp_path / "pkg" / "m.py").write_text(fixed.replace("x + 2", "x + 3"))  # the fix was rewritten since
     with pytest.raises(ValueError, match="occur 0 times"):
         mine.reverse_onto(tmp_path, hs, old)
+
+
+def test_a_version_history_in_the_readme_counts_when_its_sole_entry_names_the_module(tmp_path):
+    (tmp_path / "README.rst").write_text("History\n-------\n\n- 1.22.2 Fix negative Decimals in parse\n"
+                                         "- 1.22.1 Parse zero-precision floats\n")
+    entry, source, _ = mine.match_changelog(tmp_path, "1.22.2", {"convert_decimal"}, {"parse"})
+    assert (entry, source) == ("Fix negative Decimals in parse", "README.rst")
+    assert mine.match_changelog(tmp_path, "1.22.2", {"convert_decimal"}, {"other"})[0] == ""
