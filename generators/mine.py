@@ -162,9 +162,22 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 def _is_source(spec: RepoSpec, rel: str) -> bool:
+    """Whether ``rel`` is package source: under the spec's mutable paths, also in the layouts older
+    releases used (a module ``pkg.py`` before the package ``pkg/``, the package outside ``src/``).
+
+    >>> import dataclasses; from frog_gym.spec import load_repo
+    >>> s = dataclasses.replace(load_repo("semver"), mutable=("src/parse",))
+    >>> [_is_source(s, p) for p in ("src/parse/a.py", "parse.py", "parse/b.py", "tests/test_parse.py", "setup.py")]
+    [True, True, True, False, False]
+    """
     if spec.tests.is_test_file(rel):
         return False
-    return any(rel == m or rel.startswith(m.rstrip("/") + "/") for m in spec.mutable)
+    for m in spec.mutable:
+        m = m.rstrip("/")
+        for root in {m, m.removeprefix("src/")}:
+            if rel == root or rel.startswith(root + "/") or rel == root.removesuffix(".py") + ".py":
+                return True
+    return False
 
 
 @dataclass(frozen=True)
