@@ -596,8 +596,8 @@ def _mine(pair: _Pair, spec: RepoSpec, a: Release, b: Release, res: PairResult, 
             passed_new = {t for t, s in _statuses(on_new).items() if s.ok}
     if not passed_new:
         res.test_runs = pair.runs
-        return done("skipped", f"the changed tests do not run on {b.version} "
-                               f"({on_new.infra_failure or on_new.note.splitlines()[0][:120] if on_new.note else 'none passed'})")
+        why = on_new.infra_failure or (on_new.note.strip().splitlines() or ["none passed"])[0][:120]
+        return done("skipped", f"the changed tests do not run on {b.version} ({why})")
     on_old = pair.run(pair.old, pair.base, test_changes, targets, details=True)
     st_old = _statuses(on_old)
     if not st_old or not any(s.ok for s in st_old.values()):

@@ -10,7 +10,8 @@ HELP = "Mine real bug fixes from consecutive PyPI releases of registered reposit
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("repos", nargs="*", metavar="REPO", help="registered repository names (see `frog-gym registry list`)")
+    p.add_argument("repos", nargs="*", metavar="REPO",
+                   help="registered repository names (see `frog-gym registry list`)")
     p.add_argument("--all", action="store_true", help="every registered repository with a PyPI source")
     p.add_argument("--since", metavar="DATE", help="only fixes released on or after DATE (YYYY-MM-DD)")
     p.add_argument("--max-pairs", type=int, default=12,
