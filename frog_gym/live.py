@@ -28,7 +28,6 @@ LIVE_MARK = "__live-"
 """What every live task id contains (after the repository name)."""
 MIRROR_MARK = "__mirror-"
 """What every mirror task id contains."""
-_DIFF_HEAD = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -59,19 +58,6 @@ def task_spec(task: Any) -> RepoSpec:
     if not src:
         return spec
     return release_spec(spec, src["version"], src["sha256"], src.get("lock"))
-
-
-def patch_paths(patch: str) -> list[str]:
-    """The files a git-style unified diff touches (both sides of renames), in order.
-
-    >>> patch_paths("diff --git a/t/test_x.py b/t/test_x.py\\n--- a/t/test_x.py\\n+++ b/t/test_x.py\\n")
-    ['t/test_x.py']
-    """
-    out: dict[str, None] = {}
-    for a, b in _DIFF_HEAD.findall(patch):
-        out.setdefault(a)
-        out.setdefault(b)
-    return list(out)
 
 
 def check_date(since: str) -> str:

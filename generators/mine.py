@@ -837,13 +837,13 @@ def mirror_task(fix: Task, hunks: list[Hunk], old: dict[str, str], runs: int = 3
 
 def _changes_of(tree: Path, patch: str) -> list[Change]:
     """The changes a gold patch makes to ``tree`` (applied to a scratch copy)."""
-    from frog_gym.live import patch_paths
+    from frog_gym.grading import patch_files
     from frog_gym.workspace import apply_patch
 
     tmp = paths.home() / "work" / f"m-{hashlib.sha256(patch.encode()).hexdigest()[:12]}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        files = patch_paths(patch)
+        files = sorted(patch_files(patch))
         tmp.mkdir(parents=True)
         for f in files:
             if (tree / f).exists():

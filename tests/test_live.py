@@ -8,7 +8,8 @@ import pytest
 
 import frog_gym  # noqa: F401  (registers the envs)
 from frog_gym.env import FrogSWEEnv, default_pool
-from frog_gym.live import LIVE_MARK, check_date, is_live, live_task_ids, patch_paths, released, task_spec
+from frog_gym.grading import patch_files
+from frog_gym.live import LIVE_MARK, check_date, is_live, live_task_ids, released, task_spec
 from frog_gym.spec import load_repo
 from frog_gym.suites import resolve
 from frog_gym.task import load_task, registered_task_ids
@@ -50,7 +51,7 @@ def test_a_live_task_records_both_releases_and_runs_on_the_old_one():
         "changelog", "generated")
     spec = task_spec(t)
     assert (spec.source.version, spec.source.sha256) == (t.version, t.base_commit)
-    assert t.test_patch and t.bug_patch == "" and set(patch_paths(t.test_patch)).isdisjoint(patch_paths(t.patch))
+    assert t.test_patch and t.bug_patch == "" and patch_files(t.test_patch).isdisjoint(patch_files(t.patch))
     plain = load_task(next(i for i in default_pool() if i.startswith("semver__")))
     assert task_spec(plain) == load_repo("semver")
 
@@ -66,7 +67,7 @@ def test_dates_are_checked():
 def test_hidden_tests_grade_a_live_episode_and_agent_edits_to_them_are_discarded():
     iid = next((i for i in LIVE if i.startswith("semver__")), LIVE[0])
     task = load_task(iid)
-    hidden = patch_paths(task.test_patch)
+    hidden = sorted(patch_files(task.test_patch))
     env = FrogSWEEnv(task_id=iid)
     try:
         env.reset(seed=0)
