@@ -370,6 +370,7 @@ def clean_entry(text: str) -> str:
     """
     text = _ROLE.sub(lambda m: f"`{m.group(1).strip()}`", text)
     text = text.replace("``", "`")
+    text = re.sub(r"^(`?#?\d+`?[,\s]*)+:\s*", "", text)  # a leading issue reference ("`506`: ...")
     return re.sub(r"\s*\n\s*", " ", text).strip()
 
 
@@ -403,10 +404,23 @@ def _enclosing(h: Hunk, old: dict[str, str]) -> str:
     return ""
 
 
-def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str]) -> tuple[str, str, float]:
+def enclosing_names(hunks: list[Hunk], old: dict[str, str]) -> set[str]:
+    """The functions and classes whose bodies the hunks change (the most specific names an entry can give)."""
+    out = set()
+    for h in hunks:
+        for line in reversed((old.get(h.path) or "").splitlines()[:h.start + 1]):
+            m = re.match(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", line)
+            if m:
+                out.add(m.group(1))
+                break
+    return out - _COMMON
+
+
+def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str], defs: set[str] = frozenset()
+                    ) -> tuple[str, str, float]:
     """``(entry, changelog file, score)`` of the best-matching entry of ``version``'s section, or
     ``("", "", 0)`` when no entry names an identifier of the fix (or two of its modules; or, when it is the
-    release's only entry, one of them)."""
+    release's only entry, one of them). Naming a function the fix changes (``defs``) weighs most."""
     best = ("", "", 0.0)
     for rel in changelog_files(tree):
         try:
@@ -418,7 +432,8 @@ def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str]) 
         for entry in entries:
             words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", entry))
             lower = {w.lower() for w in words}
-            score = 2.0 * len({i for i in idents if i in words}) + len({m for m in mods if m.lower() in lower})
+            score = (2.0 * len({i for i in idents if i in words}) + len({m for m in mods if m.lower() in lower})
+                     + 4.0 * len({d for d in defs if d in words}))
             if len(entries) == 1 and score >= 1:  # the release's only entry, and it names what the fix touches
                 score = max(score, 2.0)
             if score > best[2]:
@@ -718,7 +733,7 @@ def _build_task(pair: _Pair, spec: RepoSpec, a: Release, b: Release, iid: str, h
     idents, mods = fix_names(hunks, old_text)
     for t in f2p:
         idents.update(w for w in re.findall(r"[A-Za-z_]\w{2,}", t.split("::")[-1].split("[")[0]) if w != "test")
-    entry, source, score = match_changelog(pair.new.tree, b.version, idents, mods)
+    entry, source, score = match_changelog(pair.new.tree, b.version, idents, mods, enclosing_names(hunks, old_text))
     if entry:
         statement, kind = clean_entry(entry), "changelog"
     else:
@@ -858,8 +873,8 @@ def _changes_of(tree: Path, patch: str) -> list[Change]:
 
 
 def restate(path: Path) -> int:
-    """Match the generated statements of a live or mirror task file against the changelog again (after the
-    matcher learned a format); rewrites the file and returns how many statements now come from it."""
+    """Match the statements of a live or mirror task file against the changelog again (after the matcher
+    improved); rewrites the file and returns how many statements come from a changelog entry."""
     from frog_gym.live import task_spec
     from frog_gym.task import load_tasks_file
 
@@ -867,7 +882,7 @@ def restate(path: Path) -> int:
     out = []
     for t in tasks:
         prov = dict(t.provenance)
-        if prov.get("statement") == "generated":
+        if prov.get("statement") in ("generated", "changelog"):
             spec = load_repo(t.repo)
             tree_new = snapshot_tree(release_spec(spec, prov["to_version"], prov["to_sha256"]))
             base = snapshot_tree(task_spec(t))
@@ -878,12 +893,13 @@ def restate(path: Path) -> int:
             for test in t.FAIL_TO_PASS:
                 idents.update(w for w in re.findall(r"[A-Za-z_]\w{2,}", test.split("::")[-1].split("[")[0])
                               if w != "test")
-            entry, source, score = match_changelog(tree_new, prov["to_version"], idents, mods)
-            if entry:
-                n += 1
+            entry, source, score = match_changelog(tree_new, prov["to_version"], idents, mods,
+                                                   enclosing_names(hunks, old))
+            if entry and (prov["statement"] == "generated" or clean_entry(entry) != t.problem_statement):
                 prov.update(statement="changelog", changelog=source, changelog_score=score)
                 t = dataclasses.replace(t, problem_statement=clean_entry(entry), statement_level="full",
                                         provenance=prov, features={**t.features, "statement_level": "full"})
+        n += t.provenance.get("statement") == "changelog"
         out.append(t)
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(t.to_json() + "\n" for t in out), encoding="utf-8")
