@@ -60,7 +60,10 @@ def run(args: argparse.Namespace) -> int:
     results = mine.all_results("mirror" if args.mirror else "live")
     text = mine.report([r for r in results if not names or r.repo in names] if not args.report else results)
     if args.report:
-        Path(args.report).write_text(text, encoding="utf-8")
+        fam = "mirror" if args.mirror else "live"
+        Path(args.report).write_text(f"# FrogLive mining report ({fam} tasks)\n\nWritten by `frog-gym mine --report` "
+                                     f"from every release pair recorded under `$FROG_GYM_HOME/mine`.\n\n{text}",
+                                     encoding="utf-8")
         print(f"report written to {args.report}")
     else:
         print(text)

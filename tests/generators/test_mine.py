@@ -225,3 +225,19 @@ def test_a_version_history_in_the_readme_counts_when_its_sole_entry_names_the_mo
     entry, source, _ = mine.match_changelog(tmp_path, "1.22.2", {"convert_decimal"}, {"parse"})
     assert (entry, source) == ("Fix negative Decimals in parse", "README.rst")
     assert mine.match_changelog(tmp_path, "1.22.2", {"convert_decimal"}, {"other"})[0] == ""
+
+
+@pytest.mark.slow
+def test_mining_a_real_release_pair_yields_a_task_graded_with_its_hidden_tests(tmp_path):
+    from frog_gym.spec import load_repo
+    from frog_gym.task import load_tasks_file
+
+    rels = {r.version: r for r in mine.list_releases("semver")}
+    r = mine.mine_pair(load_repo("semver"), rels["3.0.2"], rels["3.0.4"], tasks_dir=tmp_path, runs=1)
+    assert (r.outcome, r.candidates, len(r.kept)) == ("kept", 1, 1), r.reason
+    (task,) = load_tasks_file(str(tmp_path / "semver.live.jsonl"))
+    assert task.instance_id == "semver__live-3.0.4-1" and task.version == "3.0.2"
+    assert task.base_commit == rels["3.0.2"].sha256 and task.provenance["to_sha256"] == rels["3.0.4"].sha256
+    assert task.FAIL_TO_PASS == ("tests/test_subclass.py::test_compare_with_subclass",)
+    assert "+++ b/tests/test_subclass.py" in task.test_patch and "+++ b/src/semver/" in task.patch
+    assert task.validation["graded"] and task.provenance["released"].startswith(rels["3.0.4"].uploaded[:10])
