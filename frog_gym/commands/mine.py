@@ -44,8 +44,14 @@ def run(args: argparse.Namespace) -> int:
     if not names and not args.report:
         print("frog-gym mine: name repositories or pass --all (see `frog-gym registry list`)", file=sys.stderr)
         return 2
+    from frog_gym.errors import UnknownNameError
+
     for n in names:
-        load_repo(n)  # an unknown name fails here, with a did-you-mean
+        try:
+            load_repo(n)
+        except UnknownNameError as e:
+            print(f"frog-gym mine: {e}", file=sys.stderr)
+            return 2
     if args.restate:
         for n in names:
             for fam in ("live", "mirror"):

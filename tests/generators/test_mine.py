@@ -241,3 +241,10 @@ def test_mining_a_real_release_pair_yields_a_task_graded_with_its_hidden_tests(t
     assert task.FAIL_TO_PASS == ("tests/test_subclass.py::test_compare_with_subclass",)
     assert "+++ b/tests/test_subclass.py" in task.test_patch and "+++ b/src/semver/" in task.patch
     assert task.validation["graded"] and task.provenance["released"].startswith(rels["3.0.4"].uploaded[:10])
+
+
+def test_cli_refuses_an_unknown_repository_with_a_suggestion():
+    proc = subprocess.run([sys.executable, "-m", "frog_gym.cli", "mine", "semvr"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("frog-gym mine: Unknown repository 'semvr'. Did you mean 'semver'? "
+                                   "See `frog-gym registry list`.")
