@@ -795,9 +795,11 @@ def reverse_onto(tree: Path, hunks: list[Hunk], old: dict[str, str]) -> list[Cha
     for h in hunks:
         by_path.setdefault(h.path, []).append(h)
     for path, hs in sorted(by_path.items()):
-        p = tree / path
         if any(h.created or h.deleted for h in hs):
             raise ValueError(f"{path}: the fix creates or deletes the file")
+        # the module may have moved since: pkg.py -> pkg/__init__.py, into or out of src/
+        moved = [path, path.removesuffix(".py") + "/__init__.py", f"src/{path}", path.removeprefix("src/")]
+        p = next((tree / m for m in moved if (tree / m).is_file()), tree / path)
         if not p.is_file():
             raise ValueError(f"{path} is not in the pinned release")
         text = p.read_text(encoding="utf-8")
@@ -810,7 +812,7 @@ def reverse_onto(tree: Path, hunks: list[Hunk], old: dict[str, str]) -> list[Cha
                 raise ValueError(f"{path}: the fixed lines near line {h.start + 1} occur "
                                  f"{text.count(fixed) if fixed.strip() else 0} times in the pinned release")
             text = text.replace(fixed, before + "".join(a[h.start:h.end]) + after)
-        out.append(Change(path, p.read_bytes(), text.encode()))
+        out.append(Change(p.relative_to(tree).as_posix(), p.read_bytes(), text.encode()))
     return [c for c in out if c.old != c.new]
 
 

@@ -248,3 +248,12 @@ def test_cli_refuses_an_unknown_repository_with_a_suggestion():
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("frog-gym mine: Unknown repository 'semvr'. Did you mean 'semver'? "
                                    "See `frog-gym registry list`.")
+
+
+def test_a_fix_follows_its_module_into_a_package(tmp_path):
+    old = {"parse.py": "def f(x):\n    return x\n"}
+    hs = hunks_of("parse.py", old["parse.py"], "def f(x):\n    return -x\n")
+    (tmp_path / "parse").mkdir()
+    (tmp_path / "parse" / "__init__.py").write_text("import re\n\n\ndef f(x):\n    return -x\n")
+    (c,) = mine.reverse_onto(tmp_path, hs, old)
+    assert c.path == "parse/__init__.py" and c.new.decode().endswith("def f(x):\n    return x\n")
