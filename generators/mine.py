@@ -784,8 +784,8 @@ def validate_live(pair: _Pair, task: Task, runs: int = 3) -> tuple[bool, str, di
 
 def reverse_onto(tree: Path, hunks: list[Hunk], old: dict[str, str]) -> list[Change]:
     """The changes that undo ``hunks`` (a fix of release N, ``old`` its files) in another release's ``tree``:
-    each hunk's fixed lines, with a line of N's context on each side, must occur exactly once in the file
-    (wherever it moved to), and are replaced by the lines before the fix.
+    each hunk's fixed lines, with a line of N's context on each side (or, failing that, alone), must occur
+    exactly once in the file (wherever it moved to), and are replaced by the lines before the fix.
 
     Raises:
         ValueError: a file is missing, or a hunk's fixed text is not found exactly once.
@@ -808,10 +808,14 @@ def reverse_onto(tree: Path, hunks: list[Hunk], old: dict[str, str]) -> list[Cha
             before = a[h.start - 1] if h.start > 0 else ""
             after = a[h.end] if h.end < len(a) else ""
             fixed = before + "".join(h.new) + after
-            if not fixed.strip() or text.count(fixed) != 1:
+            bare = "".join(h.new)
+            if fixed.strip() and text.count(fixed) == 1:
+                text = text.replace(fixed, before + "".join(a[h.start:h.end]) + after)
+            elif bare.strip() and text.count(bare) == 1:  # its context changed since; its own lines did not
+                text = text.replace(bare, "".join(a[h.start:h.end]))
+            else:
                 raise ValueError(f"{path}: the fixed lines near line {h.start + 1} occur "
                                  f"{text.count(fixed) if fixed.strip() else 0} times in the pinned release")
-            text = text.replace(fixed, before + "".join(a[h.start:h.end]) + after)
         out.append(Change(p.relative_to(tree).as_posix(), p.read_bytes(), text.encode()))
     return [c for c in out if c.old != c.new]
 
