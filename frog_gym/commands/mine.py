@@ -22,8 +22,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="make mirror tasks (training: the fix reversed onto the pinned release) from the older "
                         "release pairs, never one a live task comes from")
     p.add_argument("--restate", action="store_true",
-                   help="match the generated statements of the named repositories' live and mirror tasks "
-                        "against their changelogs again (no mining)")
+                   help="match the statements of the named repositories' live tasks against their "
+                        "changelogs again (no mining)")
     p.add_argument("--retry", action="store_true", help="mine again the pairs that ended in an error")
     p.add_argument("--report", metavar="FILE",
                    help="write the mining report (every pair recorded so far) as Markdown to FILE")
@@ -54,10 +54,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if args.restate:
         for n in names:
-            for fam in ("live", "mirror"):
-                path = mine.live_path(n, Path(args.tasks_dir) if args.tasks_dir else None, fam)
-                if path.exists():
-                    print(f"{path.name}: {mine.restate(path)} statement(s) now from the changelog")
+            path = mine.live_path(n, Path(args.tasks_dir) if args.tasks_dir else None, "live")
+            if path.exists():
+                print(f"{path.name}: {mine.restate(path)} statement(s) now from the changelog")
         return 0
     if names:
         mine.mine(names, since=args.since, max_pairs=args.max_pairs or None, runs=args.runs,
