@@ -66,9 +66,13 @@ def run(args: argparse.Namespace) -> int:
     text = mine.report([r for r in results if not names or r.repo in names] if not args.report else results)
     if args.report:
         fam = "mirror" if args.mirror else "live"
-        Path(args.report).write_text(f"# FrogLive mining report ({fam} tasks)\n\nWritten by `frog-gym mine --report` "
-                                     f"from every release pair recorded under `$FROG_GYM_HOME/mine`.\n\n{text}",
-                                     encoding="utf-8")
+        files = sorted(mine.live_path("x").parent.glob(f"*.{fam}.jsonl"))
+        counts = {f.name.split(".")[0]: sum(1 for line in f.read_text().splitlines() if line.strip()) for f in files}
+        Path(args.report).write_text(
+            f"# FrogLive mining report ({fam} tasks)\n\nWritten by `frog-gym mine --report` from every release "
+            f"pair recorded under `$FROG_GYM_HOME/mine`. The task files hold {sum(counts.values())} {fam} tasks "
+            f"from {len(counts)} repositories (a pair interrupted after writing a task is not in the table).\n\n"
+            f"{text}", encoding="utf-8")
         print(f"report written to {args.report}")
     else:
         print(text)
