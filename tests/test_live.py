@@ -118,3 +118,13 @@ def test_a_mirror_task_is_a_training_task_on_the_pinned_release_that_its_gold_pa
         assert reward == 1.0, info["report"]
     finally:
         env.close()
+
+
+def test_a_release_whose_tests_needed_another_lock_carries_it():
+    locked = [load_task(i) for i in LIVE if load_task(i).provenance["source"].get("lock")]
+    if not locked:
+        pytest.skip("no live task needed its own lock")
+    t = locked[0]
+    spec = task_spec(t)
+    assert spec.install.lock == tuple(t.provenance["source"]["lock"]) != load_repo(t.repo).install.lock
+    assert all("--hash=sha256:" in line for line in spec.install.lock)
