@@ -22,16 +22,17 @@ def check(task_id: str, timeout: float) -> str | None:
     """None when the task holds, else what is wrong."""
     from frog_gym.generators.validate import Scratch, pristine_template
     from frog_gym.grading import run_tests
+    from frog_gym.live import task_spec
     from frog_gym.snapshot import prepare
-    from frog_gym.spec import load_repo
     from frog_gym.task import load_task
     from frog_gym.workspace import apply_patch
 
     task = load_task(task_id)
-    repo = prepare(load_repo(task.repo))
+    repo = prepare(task_spec(task))  # a FrogLive task runs on its own release
     with Scratch() as ws:
         ws.sync(pristine_template(repo))
         apply_patch(ws.path, task.bug_patch, f"the bug of {task_id}")
+        apply_patch(ws.path, task.test_patch, f"the hidden tests of {task_id}")  # as grading applies them
         r = run_tests(repo, ws.path, task.selected_tests, timeout)  # as graded: FAIL_TO_PASS + PASS_TO_PASS
         if r.infra_failure:
             return f"bug run: {r.infra_failure}"

@@ -2,8 +2,9 @@
 
 Importing ``frog_gym`` registers ``FrogSWE-v0`` (samples across every registered task), one id per
 task, ``FrogSWE/<instance_id>-v0``, and ``FrogSWE-Toy-v0`` (samples the flipped-operator tasks of the
-one-module ``frogtoy`` repository, small enough for a tiny model to learn). Registration reads only the
-task ids, so the import stays fast.
+one-module ``frogtoy`` repository, small enough for a tiny model to learn) and ``FrogLive-v0`` (samples
+the held-out real fixes mined from PyPI releases, see :mod:`frog_gym.live`; never in ``FrogSWE-v0``).
+Registration reads only the task ids, so the import stays fast.
 
 Example:
     >>> import gymnasium as gym, frog_gym
@@ -24,7 +25,8 @@ TOY_MAX_STEPS = 4
 def _register_all() -> None:
     from gymnasium.envs.registration import EnvSpec, register, registry
 
-    from frog_gym.task import task_index
+    from frog_gym.live import LIVE_MARK
+    from frog_gym.task import registered_task_ids, task_index
 
     entry = "frog_gym.env:FrogSWEEnv"
     if "FrogSWE-v0" not in registry:
@@ -39,6 +41,9 @@ def _register_all() -> None:
     toy = sorted(iid for iid in task_index() if iid.startswith(TOY_REPO + "__"))
     if toy and "FrogSWE-Toy-v0" not in registry:
         register("FrogSWE-Toy-v0", entry_point=entry, max_episode_steps=TOY_MAX_STEPS, kwargs={"task_ids": toy})
+    live = [iid for iid in registered_task_ids() if LIVE_MARK in iid]
+    if live and "FrogLive-v0" not in registry:
+        register("FrogLive-v0", entry_point=entry, max_episode_steps=DEFAULT_MAX_STEPS, kwargs={"task_ids": live})
 
 
 _register_all()

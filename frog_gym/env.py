@@ -34,7 +34,7 @@ from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox import Sandbox, make_sandbox
 from frog_gym.snapshot import PreparedRepo, prepare
 from frog_gym.spaces import UnicodeText
-from frog_gym.spec import load_repo
+from frog_gym.live import is_live, task_spec
 from frog_gym.task import Task, load_task, registered_task_ids, task_index
 from frog_gym.tools import ActionError, Call, FileTools, parse_action
 from frog_gym.workspace import Template, Workspace, diff_text, template_for
@@ -108,7 +108,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
                 raise FrogGymError("No tasks are registered; see `frog-gym tasks` and `frog-gym generate`.")
             task_id = pool[int(self.np_random.integers(len(pool)))]
         self.task = load_task(task_id)
-        repo = _prepared(self.task.repo)
+        repo = _prepared(self.task)
         self._template = template_for(repo, self.task.bug_patch, task_id)
         if self._sandbox is not None:
             self._sandbox.kill_all()  # no process of the last episode may race the sync below
@@ -229,21 +229,24 @@ class FrogSWEEnv(gym.Env[str, Any]):
             pass
 
 
-_PREPARED: dict[str, PreparedRepo] = {}
+_PREPARED: dict[tuple, PreparedRepo] = {}
 
 
-def _prepared(name: str) -> PreparedRepo:
-    """``prepare(load_repo(name))``, once per process (a reset of the same repository skips its checks)."""
-    if name not in _PREPARED:
-        _PREPARED[name] = prepare(load_repo(name))
-    return _PREPARED[name]
+def _prepared(task: Task) -> PreparedRepo:
+    """``prepare(task_spec(task))``, once per process (a reset of the same repository skips its checks)."""
+    spec = task_spec(task)
+    key = (spec.name, spec.source.key, spec.install.lock)
+    if key not in _PREPARED:
+        _PREPARED[key] = prepare(spec)
+    return _PREPARED[key]
 
 
 def default_pool() -> list[str]:
-    """What ``FrogSWE-v0`` samples: every registered task but the toy family (``FrogSWE-Toy-v0``)."""
+    """What ``FrogSWE-v0`` samples: every registered task but the toy family (``FrogSWE-Toy-v0``) and the
+    held-out FrogLive tasks (``FrogLive-v0``)."""
     from frog_gym import TOY_REPO
 
-    return [i for i in registered_task_ids() if not i.startswith(TOY_REPO + "__")]
+    return [i for i in registered_task_ids() if not i.startswith(TOY_REPO + "__") and not is_live(i)]
 
 
 def _show_action(call: Call | ActionError) -> str:

@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym import paths
+from frog_gym.errors import SourceError
 from frog_gym.integrity import GRADING_VERSION, Canaries, grading_code_digest, out_of_scope, scan, verify
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox import make_sandbox
 from frog_gym.snapshot import PreparedRepo, venv_key
 from frog_gym.task import Task
-from frog_gym.workspace import Change, Template, Workspace, append_file, write_changes
+from frog_gym.workspace import Change, Template, Workspace, append_file, apply_patch, write_changes
 
 
 class TestStatus(str, enum.Enum):
@@ -323,6 +324,37 @@ def scope(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     return kept, dict(sorted(discarded.items()))
 
 
+def hidden_test_changes(task: Task, template: Template) -> list[Change] | str:
+    """The task's hidden tests (``test_patch``) as changes to the starting tree, written after the agent's
+    (whose edits to those files :func:`scope` has already reset), or why the patch does not apply."""
+    if not task.test_patch.strip():
+        return []
+    key = (task.instance_id, hashlib.sha256(task.test_patch.encode()).hexdigest(), str(template.root))
+    if key not in _HIDDEN:
+        files = sorted(patch_files(task.test_patch))
+        with tempfile.TemporaryDirectory(dir=paths.home()) as d:
+            for f in files:
+                src = template.root / f
+                if src.is_file() and not src.is_symlink():
+                    (Path(d) / f).parent.mkdir(parents=True, exist_ok=True)
+                    (Path(d) / f).write_bytes(src.read_bytes())
+            try:
+                apply_patch(Path(d), task.test_patch, f"the test patch of {task.instance_id}")
+            except SourceError as e:
+                return str(e)
+            out = []
+            for f in files:
+                old = (template.root / f).read_bytes() if (template.root / f).is_file() else None
+                new = (Path(d) / f).read_bytes() if (Path(d) / f).is_file() else None
+                if old != new:
+                    out.append(Change(f, old, new))
+        _HIDDEN[key] = out
+    return _HIDDEN[key]
+
+
+_HIDDEN: dict[tuple[str, str, str], list[Change]] = {}
+
+
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,
           timeout: float = 900.0, use_cache: bool = True, backend: str = "local",
           rng: random.Random | None = None, unread: dict[str, str] | None = None,
@@ -343,7 +375,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     discarded = dict(sorted({**discarded, **(unread or {})}.items()))
     tests_discarded = sorted(p for p, why in discarded.items() if why == "a test file")
     h = hashlib.sha256(f"v{GRADING_VERSION}-{grading_code_digest()}\0{task.content_hash}\0{venv_key(repo.spec)}"
-                       f"\0{backend}".encode())
+                       f"\0{backend}\0{hashlib.sha256(task.test_patch.encode()).hexdigest()}".encode())
     for c in sorted(kept, key=lambda c: c.path):
         h.update(f"\0{c.path}\0".encode())
         h.update(hashlib.sha256(c.new).digest() if c.new is not None else b"<deleted>")
@@ -365,6 +397,11 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
                                          RunResult({}, None, report.note, tampering=flags))
         _store(cache, report)
         return report
+    hidden = hidden_test_changes(task, template)
+    if isinstance(hidden, str):
+        return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, None, time.monotonic() - start,
+                           tests_discarded, f"the hidden tests did not apply: {hidden[:300]}", discarded=discarded)
+    kept = kept + hidden
     rng = rng or random.Random(secrets.randbits(64))
     target = test_files_of(task.FAIL_TO_PASS)[0]
     names = {t.rsplit("::", 1)[-1] for t in task.selected_tests}

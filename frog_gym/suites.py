@@ -44,6 +44,9 @@ class SuiteDef:
     repos: tuple[str, ...] = ()
     """Draw only from these repositories (empty: from all). Few, quick ones keep a first run short: a fresh
     machine builds one venv per repository."""
+    pool: str = "train"
+    """Where its tasks come from: ``train`` (what ``FrogSWE-v0`` samples) or ``live`` (FrogLive's held-out
+    real fixes, see :mod:`frog_gym.live`)."""
 
 
 SUITES: dict[str, SuiteDef] = {
@@ -54,6 +57,8 @@ SUITES: dict[str, SuiteDef] = {
         SuiteDef("smoke", 20, 2, "about 20 tasks across tiers and repositories: a quick check of an agent"),
         SuiteDef("lite", 300, 2, "about 300 tasks, stratified by tier: the default for comparing agents"),
         SuiteDef("full", None, 2, "every registered task but the toy family"),
+        SuiteDef("live", None, 1, "FrogLive: every real fix mined from consecutive PyPI releases, held out of "
+                 "training (live@YYYY-MM-DD: only fixes released since that date)", pool="live"),
     )
 }
 """The named suites. Changing a suite's rule means a new version, never an edit in place (version 2 leaves
@@ -131,7 +136,11 @@ def _allocate(counts: dict[str, int], size: int) -> dict[str, int]:
 def select(definition: SuiteDef, task_ids: list[str] | None = None) -> Suite:
     """Pick the suite's tasks from ``task_ids`` (default: what ``FrogSWE-v0`` samples: every task of the
     registry but the toy family, never tasks found through ``FROG_GYM_TASK_DIRS``). Deterministic."""
-    if task_ids is None:
+    if task_ids is None and definition.pool == "live":
+        from frog_gym.live import live_task_ids
+
+        task_ids = live_task_ids()
+    elif task_ids is None:
         from frog_gym.env import default_pool
 
         task_ids = default_pool()
@@ -168,6 +177,12 @@ def resolve(suite: str) -> Suite:
     """
     if suite in SUITES:
         return select(SUITES[suite])
+    if suite.startswith("live@"):
+        from frog_gym.live import check_date, live_task_ids
+
+        since = check_date(suite[len("live@"):])
+        s = select(SUITES["live"], live_task_ids(since))
+        return Suite("live", f"{s.version}@{since}", s.tasks)
     path = Path(suite)
     if "," in suite or suite in task_index():  # ids first: a long list of ids is no file name
         ids, name = suite.split(","), "custom"

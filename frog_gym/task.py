@@ -77,8 +77,11 @@ class Task:
     @property
     def content_hash(self) -> str:
         """A hash of everything that affects grading (the harness suite hash is built from these)."""
-        blob = json.dumps([self.repo, self.base_commit, self.bug_patch, self.FAIL_TO_PASS, self.PASS_TO_PASS,
-                           self.problem_statement], sort_keys=True)
+        parts = [self.repo, self.base_commit, self.bug_patch, self.FAIL_TO_PASS, self.PASS_TO_PASS,
+                 self.problem_statement]
+        if self.test_patch:  # hidden tests grade too (kept out of the blob when empty: old hashes stay)
+            parts.append(self.test_patch)
+        blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def to_json(self) -> str:

@@ -57,6 +57,7 @@ from frog_gym.generators.validate import baseline
 from frog_gym import paths
 from frog_gym.curriculum import PendingTask
 from frog_gym.snapshot import PreparedRepo, prepare
+from frog_gym.live import LIVE_MARK, MIRROR_MARK
 from frog_gym.spec import load_repo
 from frog_gym.task import add_task_dir, load_task, refresh_tasks, task_index
 
@@ -76,7 +77,7 @@ class _RepoState:
 
 def _task_records(repo: str) -> Iterable[dict[str, Any]]:
     for iid in task_index():
-        if iid.startswith(f"{repo}__"):
+        if iid.startswith(f"{repo}__") and LIVE_MARK not in iid and MIRROR_MARK not in iid:
             yield json.loads(load_task(iid).to_json())
 
 

@@ -160,13 +160,14 @@ def dedupe(results: list[EpisodeResult]) -> list[EpisodeResult]:
 
 
 def board(results: list[EpisodeResult]) -> list[Table]:
-    """One table per harness fingerprint, the one with the most episodes first."""
+    """One table per harness fingerprint, the one with the most episodes first; FrogLive's (suite ``live``)
+    after the others, in their own tables."""
     results = dedupe(results)
     groups: dict[str, list[EpisodeResult]] = defaultdict(list)
     for r in results:
         groups[r.fingerprint].append(r)
     tables = [table(rs) for rs in groups.values()]
-    tables.sort(key=lambda t: (-sum(r.episodes for r in t.rows), t.fingerprint))
+    tables.sort(key=lambda t: (t.harness.get("suite") == "live", -sum(r.episodes for r in t.rows), t.fingerprint))
     return tables
 
 
@@ -374,14 +375,17 @@ def render(results: list[EpisodeResult], out: Path) -> list[Table]:
         head, rows = _main_rows(t)
         tier_head, tier_rows = _breakdown(t, "tiers")
         repo_head, repo_rows = _breakdown(t, "repos")
-        title = f"Harness `{t.fingerprint}`"
+        live = t.harness.get("suite") == "live"
+        title = ("FrogLive (real fixes from PyPI releases, held out): harness" if live else "Harness") + \
+            f" `{t.fingerprint}`"
         figure = f"![solve rates under harness {t.fingerprint}]({rel})" if rel else NO_PLOTS
         md += [f"\n## {title}\n", _harness_line(t) + ".\n", _md_table(head, rows),
                f"\n{figure}\n", "### By difficulty tier\n",
                _md_table(tier_head, tier_rows), "\n### By repository\n", _md_table(repo_head, repo_rows), ""]
         img = f'<img src="{rel}" alt="solve rates" style="max-width:100%">' if rel else html.escape(NO_PLOTS)
         body_html.append(
-            f"<h2>Harness <code>{t.fingerprint}</code></h2><p>{html.escape(_harness_line(t).replace('`', ''))}</p>"
+            f"<h2>{html.escape(title.split('`')[0])}<code>{t.fingerprint}</code></h2>"
+            f"<p>{html.escape(_harness_line(t).replace('`', ''))}</p>"
             + _html_table(head, rows) + f"<p>{img}</p>"
             + "<h3>By difficulty tier</h3>" + _html_table(tier_head, tier_rows)
             + "<h3>By repository</h3>" + _html_table(repo_head, repo_rows))

@@ -73,14 +73,14 @@ def env_tasks(env_id: str) -> list[str]:
     import gymnasium as gym
 
     import frog_gym  # noqa: F401  (registers the envs)
-    from frog_gym.task import task_index
-
     kwargs = gym.spec(env_id).kwargs
     if kwargs.get("task_ids"):
         return list(kwargs["task_ids"])
     if kwargs.get("task_id"):
         return [kwargs["task_id"]]
-    return sorted(task_index())
+    from frog_gym.env import default_pool
+
+    return sorted(default_pool())  # never the held-out FrogLive tasks
 
 
 __all__ = ["Learner", "LearnerOptions", "env_tasks"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -169,3 +170,16 @@ def test_cli_without_matplotlib_shows_the_table_and_writes_no_plot(tmp_path):
     assert "| apr | 50.0%" in proc.stdout and "no plots (No plot: matplotlib is not installed" in proc.stdout
     assert not (tmp_path / "lb" / "plots").exists()
     assert "pip install 'frog-gym[plot]'" in (tmp_path / "lb" / "README.md").read_text()
+
+
+def test_froglive_results_get_their_own_tables_after_the_others(tmp_path):
+    live = [dataclasses.replace(ep(f"l{i}", fp="live1", repo="semver", resolved=i == 0),
+                                harness={"suite": "live", "suite_version": "1", "n_tasks": 3}) for i in range(3)]
+    rs = live + [ep("t1", resolved=True), ep("t2")]
+    tables = render(rs, tmp_path)
+    assert [t.fingerprint for t in tables] == ["fp1", "live1"]  # live last although it has more episodes
+    readme = (tmp_path / "README.md").read_text()
+    assert readme.count("## FrogLive (real fixes from PyPI releases, held out): harness `live1`") == 1
+    assert readme.count("## Harness `fp1`") == 1
+    assert "<h2>FrogLive (real fixes from PyPI releases, held out): harness <code>live1</code></h2>" in (
+        tmp_path / "index.html").read_text()

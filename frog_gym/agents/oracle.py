@@ -67,7 +67,9 @@ class OracleAgent:
 
     def reset(self, prompt: str, info: dict[str, Any]) -> None:
         task = load_task(info["task_id"])
-        self._queue = [{"tool": "str_replace", "path": path, "old_str": old, "new_str": new}
+        # a hunk with no old lines creates its file (a real fix may add a module): str_replace can't
+        self._queue = [{"tool": "create", "path": path, "file_text": new} if not old else
+                       {"tool": "str_replace", "path": path, "old_str": old, "new_str": new}
                        for path, old, new in hunks(task.patch)]
         self._queue.append({"tool": "submit"})
 

@@ -11,6 +11,7 @@ COMMANDS: dict[str, str] = {
     "generate": "frog_gym.commands.generate",
     "import": "frog_gym.commands.import_",
     "leaderboard": "frog_gym.commands.leaderboard",
+    "mine": "frog_gym.commands.mine",
     "predictions": "frog_gym.commands.predictions",
     "serve": "frog_gym.commands.serve",
     "suites": "frog_gym.commands.suites",

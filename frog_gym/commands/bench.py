@@ -14,7 +14,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent-opt", action="append", default=[], metavar="KEY=VALUE",
                    help="an agent option (repeatable), e.g. --agent-opt model=qwen2.5-coder")
     p.add_argument("--suite", default="smoke",
-                   help="smoke, lite, full (see `frog-gym suites`), comma-separated task ids, or a file of ids")
+                   help="smoke, lite, full, live, live@DATE (see `frog-gym suites`), comma-separated task ids, or a file of ids")
     p.add_argument("--harness", metavar="FILE",
                    help="a harness TOML to run under (default: the standard harness for --suite)")
     p.add_argument("--write-harness", metavar="FILE", help="write the harness TOML and exit")

@@ -1,0 +1,1033 @@
+"""Mining real bug fixes from consecutive PyPI releases (FrogLive tasks; see :mod:`frog_gym.live`).
+
+For a registered repository, ``mine`` lists its releases on the package index pip uses (the index's JSON
+API), and for each consecutive pair (N, N+1) of releases with a source distribution:
+
+1. fetches both sdists, verified against the sha256 the index lists (recorded in the task);
+2. diffs the trees: files the spec counts as tests form the test change, files under the spec's mutable
+   source paths form the source change (split into hunks); everything else (docs, changelog) is ignored;
+3. runs the changed test files on N+1 (in N+1's venv) and on N with N+1's tests (in N's venv): tests that
+   pass on N+1 and fail (not error at collection) on N are the candidate fixes;
+4. groups the candidates by test file and reduces N+1's source change to the smallest set of hunks that
+   makes each group pass on N (delta debugging over files, then hunks); groups with equal hunk sets merge;
+5. writes the task (release N as the starting tree, the hunks as the gold ``patch``, N+1's test files of
+   those tests as the hidden ``test_patch``), and validates it three times exactly as graded
+   (:func:`frog_gym.grading.grade`): FAIL_TO_PASS fail and PASS_TO_PASS pass without a fix, all pass with
+   the gold patch;
+6. takes its problem statement from release N+1's changelog entry that names what the fix touches, or
+   generates one from the failures and flags it (``provenance["statement"] == "generated"``).
+
+Each release gets its own venv through the spec's lock; when a release's tests do not run with it (its
+dependencies changed), a lock resolved for that release is used instead and recorded in the task. A pair
+is skipped with a one-line reason in the report (no tests, no sdist, no test change, suite does not run);
+every pair's outcome is remembered under ``$FROG_GYM_HOME/mine``, so mining resumes where it stopped.
+
+Example:
+    >>> hunks_of("a.py", "x = 1\\ny = 2\\nz = 3\\n", "x = 1\\ny = 5\\nz = 3\\n")[0].new
+    ('y = 5\\n',)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import os
+import re
+import shutil
+import ssl
+import time
+import urllib.request
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import parse_sdist_filename
+from packaging.version import InvalidVersion, Version
+
+from frog_gym import paths
+from frog_gym.grading import TestStatus, grade, run_tests
+from frog_gym.live import MIRROR_MARK, LIVE_MARK, release_spec
+from frog_gym.snapshot import PreparedRepo, prepare, resolve_lock, sha256_file, snapshot_tree
+from frog_gym.spec import RepoSpec, load_repo, repos_dir
+from frog_gym.task import Task, ids_sidecar_text
+from frog_gym.workspace import Change, Template, Workspace, _manifest, diff_text, template_for, write_changes
+from frog_gym.generators.statements import Failure, StatementContext, write as write_statement
+from frog_gym.generators.validate import Scratch
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+MAX_HUNKS = 120
+"""A release pair with more source hunks than this is skipped (too large to reduce in reasonable time)."""
+MAX_RUNS = 20
+"""Test runs one group's hunk reduction may use; past it the (passing, not minimal) set is kept."""
+MAX_GROUPS = 5
+"""Candidate groups (test modules) reduced per pair, the largest first."""
+PAIR_BUDGET_S = 420.0
+"""Past this many seconds on one pair no further group is reduced."""
+TEST_TIMEOUT = 8
+"""Per-test timeout (seconds) of the miner's runs: a new test that hangs on the old release fails fast."""
+_MARKER = ".frog-complete"
+
+
+# -- the index -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Release:
+    """One release's source distribution as the index lists it."""
+
+    version: str
+    filename: str
+    url: str
+    sha256: str
+    uploaded: str
+    """ISO time of the upload (the release date)."""
+    requires_python: str = ""
+
+
+def index_url() -> str:
+    """The package index pip is configured with (``PIP_INDEX_URL``, pip's config), else PyPI."""
+    url = os.environ.get("PIP_INDEX_URL", "")
+    if not url:
+        import subprocess
+        import sys
+
+        proc = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.index-url"],
+                              capture_output=True, text=True)
+        url = proc.stdout.strip() if proc.returncode == 0 else ""
+    return (url or DEFAULT_INDEX).rstrip("/")
+
+
+def _ssl() -> ssl.SSLContext:
+    cafile = os.environ.get("PIP_CERT") or None
+    return ssl.create_default_context(cafile=cafile if cafile and os.path.exists(cafile) else None)
+
+
+def list_releases(project: str, index: str | None = None) -> list[Release]:
+    """Final releases of ``project`` with an sdist, oldest first (PEP 691 JSON from the index).
+
+    Raises:
+        OSError: the index cannot be reached.
+    """
+    url = f"{index or index_url()}/{project}/"
+    req = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(req, timeout=60, context=_ssl()) as r:
+        data = json.loads(r.read())
+    best: dict[Version, Release] = {}
+    for f in data.get("files", []):
+        name = f["filename"]
+        if f.get("yanked") or not name.endswith((".tar.gz", ".zip")) or "sha256" not in f.get("hashes", {}):
+            continue
+        try:
+            _, v = parse_sdist_filename(name)
+        except (InvalidVersion, ValueError):
+            continue
+        if v.is_prerelease or v.is_devrelease:
+            continue
+        rel = Release(str(v), name, f["url"], f["hashes"]["sha256"], f.get("upload-time") or "",
+                      f.get("requires-python") or "")
+        if v not in best or name.endswith(".tar.gz"):
+            best[v] = rel
+    return [best[v] for v in sorted(best)]
+
+
+def fetch_release(spec: RepoSpec, rel: Release) -> RepoSpec:
+    """Download ``rel``'s sdist into the sdist cache (verified against the index's sha256) and return the
+    spec of that release; the tree is then unpacked by the usual snapshot machinery."""
+    cache = paths.home() / "sdists"
+    cache.mkdir(exist_ok=True)
+    if not any(cache.glob(f"{rel.sha256}.*")):
+        tmp = cache / f".{rel.sha256}.{os.getpid()}.part"
+        url = rel.url if "://" in rel.url else f"{index_url()}/{spec.source.name}/{rel.url}"
+        with urllib.request.urlopen(url, timeout=120, context=_ssl()) as r, open(tmp, "wb") as out:
+            shutil.copyfileobj(r, out)
+        got = sha256_file(tmp)
+        if got != rel.sha256:
+            tmp.unlink()
+            raise OSError(f"{rel.filename}: sha256 {got} differs from the index's {rel.sha256}")
+        os.replace(tmp, cache / f"{rel.sha256}{'.zip' if rel.filename.endswith('.zip') else '.tar.gz'}")
+    return release_spec(spec, rel.version, rel.sha256)
+
+
+# -- trees and hunks -----------------------------------------------------------------------------------
+def _files(root: Path) -> dict[str, bytes]:
+    out = {}
+    for p in root.rglob("*"):
+        rel = p.relative_to(root).as_posix()
+        if p.is_file() and not p.is_symlink() and rel != _MARKER and "__pycache__" not in rel \
+                and ".egg-info/" not in rel and rel != "PKG-INFO":
+            out[rel] = p.read_bytes()
+    return out
+
+
+def _is_source(spec: RepoSpec, rel: str) -> bool:
+    """Whether ``rel`` is package source: under the spec's mutable paths, also in the layouts older
+    releases used (a module ``pkg.py`` before the package ``pkg/``, the package outside ``src/``).
+
+    >>> import dataclasses; from frog_gym.spec import load_repo
+    >>> s = dataclasses.replace(load_repo("semver"), mutable=("src/parse",))
+    >>> [_is_source(s, p) for p in ("src/parse/a.py", "parse.py", "parse/b.py", "tests/test_parse.py", "setup.py")]
+    [True, True, True, False, False]
+    """
+    if spec.tests.is_test_file(rel):
+        return False
+    for m in spec.mutable:
+        m = m.rstrip("/")
+        for root in {m, m.removeprefix("src/")}:
+            if rel == root or rel.startswith(root + "/") or rel == root.removesuffix(".py") + ".py":
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One contiguous change of a source file: old lines ``[start, end)`` become ``new``. A file created in
+    N+1 is one hunk with ``created``; a file deleted is one hunk with ``deleted``."""
+
+    path: str
+    start: int
+    end: int
+    new: tuple[str, ...]
+    created: bool = False
+    deleted: bool = False
+
+
+def hunks_of(path: str, old: str | None, new: str | None, context: int = 2) -> list[Hunk]:
+    """The hunks turning ``old`` into ``new`` (changes closer than ``context`` lines form one hunk)."""
+    if old is None:
+        return [Hunk(path, 0, 0, tuple((new or "").splitlines(keepends=True)), created=True)]
+    a = old.splitlines(keepends=True)
+    if new is None:
+        return [Hunk(path, 0, len(a), (), deleted=True)]
+    b = new.splitlines(keepends=True)
+    out: list[list[int]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if out and i1 - out[-1][1] <= context:
+            out[-1][1], out[-1][3] = i2, j2
+        else:
+            out.append([i1, i2, j1, j2])
+    return [Hunk(path, i1, i2, tuple(b[j1:j2])) for i1, i2, j1, j2 in out]
+
+
+def apply_hunks(old: dict[str, str], hunks: Iterable[Hunk]) -> list[Change]:
+    """The changes that apply ``hunks`` to the files ``old`` (path -> text of release N)."""
+    by_path: dict[str, list[Hunk]] = {}
+    for h in hunks:
+        by_path.setdefault(h.path, []).append(h)
+    out = []
+    for path, hs in sorted(by_path.items()):
+        before = old.get(path)
+        if any(h.created for h in hs):
+            out.append(Change(path, None, "".join(hs[0].new).encode()))
+            continue
+        if any(h.deleted for h in hs):
+            out.append(Change(path, (before or "").encode(), None))
+            continue
+        a = (before or "").splitlines(keepends=True)
+        text, pos = [], 0
+        for h in sorted(hs, key=lambda h: h.start):
+            text += a[pos:h.start] + list(h.new)
+            pos = h.end
+        text += a[pos:]
+        out.append(Change(path, (before or "").encode(), "".join(text).encode()))
+    return out
+
+
+def minimize(items: list[Any], passes: Callable[[list[Any]], bool], budget: list[int]) -> list[Any]:
+    """Delta debugging (Zeller's ddmin): a 1-minimal sublist of ``items`` for which ``passes`` holds,
+    given that it holds for ``items``. ``budget[0]`` counts down the calls allowed; at zero the current
+    (passing) list is returned.
+
+    >>> minimize(list(range(8)), lambda s: {2, 5} <= set(s), [100])
+    [2, 5]
+    """
+    n = 2
+    while len(items) >= 2 and budget[0] > 0:
+        size = -(-len(items) // n)
+        chunks = [items[i:i + size] for i in range(0, len(items), size)]
+        for subset in chunks + ([] if n == 2 else [[x for x in items if x not in c] for c in chunks]):
+            if budget[0] <= 0:
+                return items
+            budget[0] -= 1
+            if passes(subset):
+                items, n = subset, (2 if subset in chunks else max(n - 1, 2))
+                break
+        else:
+            if n >= len(items):
+                break
+            n = min(2 * n, len(items))
+    return items
+
+
+# -- changelogs ----------------------------------------------------------------------------------------
+_CHANGELOG = re.compile(r"^(changes|changelog|history|news|release[-_]?notes|whatsnew|whats[-_]new)"
+                        r"(\.(rst|md|txt|markdown))?$", re.I)
+_BULLET = re.compile(r"^(\s*)([-*+]|\d+[.)])\s+")
+_UNDERLINE = re.compile(r"^\s*([=\-~^*+#`'\"])\1{2,}\s*$")
+_ROLE = re.compile(r":[\w:.-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_COMMON = {"self", "None", "True", "False", "return", "def", "class", "import", "from", "the", "and", "for",
+           "not", "with", "str", "int", "len", "raise", "elif", "else", "try", "except", "pass", "lambda",
+           "while", "yield", "kwargs", "args", "value", "values", "name", "data", "result", "isinstance"}
+
+
+def changelog_files(tree: Path) -> list[str]:
+    """Changelog files of an unpacked sdist (root, ``docs/``, ``doc/``), relative paths; the README last
+    (some projects keep their version history there)."""
+    out = []
+    for d in ("", "docs", "doc", "docs/source", "doc/source"):
+        folder = tree / d if d else tree
+        if folder.is_dir():
+            out += [f"{d}/{p.name}".lstrip("/") for p in sorted(folder.iterdir())
+                    if p.is_file() and _CHANGELOG.match(p.name)]
+    return out + [p.name for p in sorted(tree.glob("README*")) if p.is_file()]
+
+
+def version_bullets(text: str, version: str) -> list[str]:
+    """Entries written as one bullet that starts with the version (``- 1.22.4 Fix ...``), without it.
+
+    >>> version_bullets("- 1.2.1 Fix b.\\n- 1.2.0 Add a.\\n", "1.2.1")
+    ['Fix b.']
+    """
+    want = _version_re(version)
+    out = []
+    for line in text.splitlines():
+        m = _BULLET.match(line)
+        if m and (v := want.match(line[m.end():])):
+            out.append(line[m.end() + v.end():].strip(" :-\t"))
+    return [e for e in out if e]
+
+
+def _version_re(version: str) -> re.Pattern[str]:
+    v = Version(version)
+    forms = {version, str(v), v.base_version}
+    if len(v.release) == 3 and v.release[2] == 0:
+        forms.add(f"{v.release[0]}.{v.release[1]}")
+    alts = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.])v?({alts})(?![\w]|\.\d)")
+
+
+_ANY_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(\.\d+)*(?![\w])")
+
+
+def _is_heading(lines: list[str], i: int) -> bool:
+    line = lines[i].strip()
+    if not line or len(line) > 100:
+        return False
+    if line.startswith("#") or re.match(r"^(version|release|v)?\s*\d+\.\d+", line, re.I):
+        return True
+    return i + 1 < len(lines) and bool(_UNDERLINE.match(lines[i + 1]))
+
+
+def changelog_section(text: str, version: str) -> str:
+    """The section of a changelog about ``version`` (its heading line to the next version heading).
+
+    >>> changelog_section("2.1\\n---\\n- Fix a.\\n\\n2.0\\n---\\n- Add b.\\n", "2.1")
+    '- Fix a.'
+    """
+    lines = text.splitlines()
+    want = _version_re(version)
+    start = next((i for i, line in enumerate(lines) if want.search(line) and _is_heading(lines, i)), None)
+    if start is None:
+        return ""
+    body = start + 1
+    if body < len(lines) and _UNDERLINE.match(lines[body]):
+        body += 1
+    end = len(lines)
+    for i in range(body, len(lines)):
+        if _ANY_VERSION.search(lines[i]) and _is_heading(lines, i) and not _BULLET.match(lines[i]):
+            end = i
+            break
+    return "\n".join(lines[body:end]).strip()
+
+
+def changelog_entries(section: str) -> list[str]:
+    """The entries of a section: its outermost bullets (continuation lines joined), else its paragraphs."""
+    lines = section.splitlines()
+    bullets = [(len(m.group(1)), i) for i, line in enumerate(lines) if (m := _BULLET.match(line))]
+    if not bullets:
+        return [p.strip() for p in re.split(r"\n\s*\n", section) if p.strip()]
+    top = min(ind for ind, _ in bullets)
+    starts = [i for ind, i in bullets if ind == top]
+    out = []
+    for k, s in enumerate(starts):
+        e = starts[k + 1] if k + 1 < len(starts) else len(lines)
+        chunk = [lines[s]] + [ln for ln in lines[s + 1:e] if ln.startswith(" " * (top + 1)) or not ln.strip()]
+        text = "\n".join(chunk).strip()
+        text = _BULLET.sub("", text, count=1)
+        out.append(re.sub(r"\n\s*\n.*", "", text, flags=re.S).strip() or text)
+    return out
+
+
+def clean_entry(text: str) -> str:
+    """A changelog entry as plain text: RST roles and literals unwrapped, lines joined.
+
+    >>> clean_entry("Fix :func:`foo` for ``None``.\\n  :issue:`12`")
+    'Fix `foo` for `None`. `12`'
+    """
+    text = _ROLE.sub(lambda m: f"`{m.group(1).strip()}`", text)
+    text = text.replace("``", "`")
+    text = re.sub(r"^(`?#?\d+`?[,\s]*)+:\s*", "", text)  # a leading issue reference ("`506`: ...")
+    return re.sub(r"\s*\n\s*", " ", text).strip()
+
+
+def fix_names(hunks: list[Hunk], old: dict[str, str]) -> tuple[set[str], set[str]]:
+    """``(identifiers, modules)`` a changelog entry about these hunks would name: identifiers on the
+    changed lines and the functions or classes that enclose them; the touched modules' names."""
+    idents: set[str] = set()
+    mods: set[str] = set()
+    for h in hunks:
+        stem = Path(h.path).stem
+        mods.add(Path(h.path).parent.name if stem == "__init__" else stem)
+        a = (old.get(h.path) or "").splitlines()
+        changed = list(h.new) + a[h.start:h.end]
+        for line in changed:
+            idents.update(i for i in _IDENT.findall(line) if i not in _COMMON)
+        for line in reversed(a[:h.start + 1]):
+            m = re.match(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", line)
+            if m:
+                idents.add(m.group(1))
+                if not line.startswith((" ", "\t")):
+                    break
+    return idents, mods - {"__init__", ""}
+
+
+def _enclosing(h: Hunk, old: dict[str, str]) -> str:
+    """The public function or class whose body the hunk changes ('' if none)."""
+    for line in reversed((old.get(h.path) or "").splitlines()[:h.start + 1]):
+        m = re.match(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", line)
+        if m and not m.group(1).startswith("_"):
+            return m.group(1)
+    return ""
+
+
+def enclosing_names(hunks: list[Hunk], old: dict[str, str]) -> set[str]:
+    """The functions and classes whose bodies the hunks change (the most specific names an entry can give)."""
+    out = set()
+    for h in hunks:
+        for line in reversed((old.get(h.path) or "").splitlines()[:h.start + 1]):
+            m = re.match(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", line)
+            if m:
+                out.add(m.group(1))
+                break
+    return out - _COMMON
+
+
+def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str], defs: set[str] = frozenset()
+                    ) -> tuple[str, str, float]:
+    """``(entry, changelog file, score)`` of the best-matching entry of ``version``'s section, or
+    ``("", "", 0)`` when no entry names an identifier of the fix (or two of its modules; or, when it is the
+    release's only entry, one of them). Naming a function the fix changes (``defs``) weighs most."""
+    best = ("", "", 0.0)
+    for rel in changelog_files(tree):
+        try:
+            text = (tree / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        entries = changelog_entries(changelog_section(text, version)) if not rel.startswith("README") else []
+        entries = entries or version_bullets(text, version)
+        for entry in entries:
+            words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", entry))
+            lower = {w.lower() for w in words}
+            score = (2.0 * len({i for i in idents if i in words}) + len({m for m in mods if m.lower() in lower})
+                     + 4.0 * len({d for d in defs if d in words}))
+            if len(entries) == 1 and score >= 1:  # the release's only entry, and it names what the fix touches
+                score = max(score, 2.0)
+            if score > best[2]:
+                best = (entry, rel, score)
+    return best if best[2] >= 2 else ("", "", 0.0)
+
+
+# -- the miner -----------------------------------------------------------------------------------------
+@dataclass
+class PairResult:
+    """What mining one release pair found."""
+
+    repo: str
+    old: str
+    new: str
+    outcome: str
+    """``kept``, ``skipped`` or ``error``."""
+    reason: str = ""
+    candidates: int = 0
+    kept: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    test_runs: int = 0
+    released: str = ""
+
+
+def mine_dir() -> Path:
+    d = paths.home() / "mine"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def live_path(repo: str, tasks_dir: Path | None = None, family: str = "live") -> Path:
+    return (tasks_dir or repos_dir().parent / "tasks") / f"{repo}.{family}.jsonl"
+
+
+def append_task(task: Task, path: Path) -> None:
+    """Append one record to a task file and rewrite its ``.ids`` sidecar."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(task.to_json() + "\n")
+    path.with_suffix(".ids").write_text(ids_sidecar_text(path.read_bytes()), encoding="utf-8")
+
+
+def _statuses(r: Any) -> dict[str, TestStatus]:
+    return {} if r.infra_failure else dict(r.statuses)
+
+
+class _Pair:
+    """Mining state of one release pair (both trees prepared, their file maps, a scratch workspace)."""
+
+    def __init__(self, spec: RepoSpec, old: PreparedRepo, new: PreparedRepo, ws: Workspace, timeout: float):
+        self.spec, self.old, self.new, self.ws, self.timeout = spec, old, new, ws, timeout
+        self.runs = 0
+        self.seconds: list[float] = []
+        self.started = time.monotonic()
+        self.base = Template(old.tree, _manifest(old.tree))
+        self.new_base = Template(new.tree, _manifest(new.tree))
+
+    def run(self, repo: PreparedRepo, base: Template, changes: list[Change], files: list[str],
+            ids: tuple[str, ...] | None = None, details: bool = False, first_failure: bool = False) -> Any:
+        """Run ``files`` (or exactly ``ids``) on ``base`` plus ``changes`` with ``repo``'s venv
+        (``first_failure``: stop at the first failing test, when only "do all pass?" matters)."""
+        self.runs += 1
+        self.ws.sync(base)
+        write_changes(self.ws.path, changes)
+        spec = dataclasses.replace(repo.spec, tests=dataclasses.replace(repo.spec.tests, paths=tuple(files)))
+        r = run_tests(PreparedRepo(spec, repo.tree, repo.venv), self.ws.path, ids, self.timeout,
+                      details=details, args=("--continue-on-collection-errors", f"--timeout={TEST_TIMEOUT}",
+                                             *(["--maxfail=1"] if first_failure else [])))
+        self.seconds.append(r.seconds)
+        return r
+
+
+def _text(b: bytes | None) -> str | None:
+    if b is None:
+        return None
+    return b.decode("utf-8")
+
+
+def _test_targets(spec: RepoSpec, paths_: Iterable[str], tree_files: dict[str, bytes]) -> list[str]:
+    """Changed test modules that pytest should collect (inside the spec's test paths)."""
+    out = []
+    for p in paths_:
+        name = Path(p).name
+        if p not in tree_files or not p.endswith(".py") or not (name.startswith("test_") or name.endswith("_test.py")):
+            continue
+        if any(p == t or p.startswith(t.rstrip("/") + "/") for t in spec.tests.paths):
+            out.append(p)
+    return sorted(out)
+
+
+def _bad_failure(d: dict[str, str]) -> bool:
+    """A failure that only says N lacked a new API (a feature, not a fix): a missing import or module
+    attribute, or an unknown keyword argument."""
+    msg = f"{d.get('exc_type', '')}: {d.get('message', '')}"
+    return bool(re.search(r"cannot import name|No module named|module '[\w.]+' has no attribute|"
+                          r"unexpected keyword argument", msg))
+
+
+def _prepare_release(spec: RepoSpec, rel: Release) -> PreparedRepo:
+    return prepare(fetch_release(spec, rel))
+
+
+def _relock(repo: PreparedRepo) -> PreparedRepo:
+    """``repo`` with a lock resolved for its own release (its test dependencies differ from the spec's)."""
+    s = repo.spec
+    lock = resolve_lock(list(s.install.requires), repo.tree, f"'{s.name}' {s.source.version}", key=s.source.key,
+                        release=f"{s.source.name}=={s.source.version}")
+    return prepare(release_spec(s, s.source.version, s.source.sha256, lock))
+
+
+def mine_pair(spec: RepoSpec, a: Release, b: Release, *, tasks_dir: Path | None = None, runs: int = 3,
+              timeout: float = 180, family: str = "live", log: Callable[[str], None] = print) -> PairResult:
+    """Mine one release pair ``a`` -> ``b`` (see the module docstring); never raises for bad input.
+
+    ``family`` ``mirror`` turns each fix into a mirror task instead (see :func:`mirror_task`)."""
+    start = time.monotonic()
+    res = PairResult(spec.name, a.version, b.version, "skipped", released=b.uploaded[:10])
+
+    def done(outcome: str, reason: str = "") -> PairResult:
+        res.outcome, res.reason, res.seconds = outcome, reason, round(time.monotonic() - start, 1)
+        return res
+
+    try:
+        spec_a, spec_b = fetch_release(spec, a), fetch_release(spec, b)
+        tree_a, tree_b = snapshot_tree(spec_a), snapshot_tree(spec_b)
+    except Exception as e:  # noqa: BLE001 (a broken release is a skip with its reason)
+        return done("skipped", f"no usable sdist: {type(e).__name__}: {str(e)[:160]}")
+    fa, fb = _files(tree_a), _files(tree_b)
+    if not any(spec.tests.is_test_file(p) for p in fb):
+        return done("skipped", f"the sdist of {b.version} has no tests")
+    changed = sorted(p for p in set(fa) | set(fb) if fa.get(p) != fb.get(p))
+    test_changed = [p for p in changed if spec.tests.is_test_file(p)]
+    src_changed = [p for p in changed if _is_source(spec, p)]
+    targets = _test_targets(spec, test_changed, fb)
+    if not targets:
+        return done("skipped", "no test module added or changed")
+    if not src_changed:
+        return done("skipped", "no source change")
+    try:
+        old_text = {p: _text(fa[p]) for p in src_changed if p in fa}
+        new_text = {p: _text(fb[p]) for p in src_changed if p in fb}
+    except UnicodeDecodeError:
+        return done("skipped", "a changed source file is not UTF-8 text")
+    hunks = [h for p in src_changed for h in hunks_of(p, old_text.get(p), new_text.get(p))]
+    if len(hunks) > MAX_HUNKS:
+        return done("skipped", f"the source change has {len(hunks)} hunks (limit {MAX_HUNKS})")
+    try:
+        test_changes_all = [Change(p, fa.get(p), fb.get(p)) for p in test_changed]
+        old_repo = _prepare_release(spec, a)
+        new_repo = _prepare_release(spec, b)
+    except Exception as e:  # noqa: BLE001
+        return done("skipped", f"the venv does not build: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+    with Scratch() as ws:
+        pair = _Pair(spec, old_repo, new_repo, ws, timeout)
+        try:
+            return _mine(pair, spec, a, b, res, done, fa, targets, test_changes_all, hunks, old_text,
+                         tasks_dir, runs, family, log)
+        except Exception as e:  # noqa: BLE001 (one broken pair must not stop the run)
+            res.test_runs = pair.runs
+            return done("error", f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+
+
+def _mine(pair: _Pair, spec: RepoSpec, a: Release, b: Release, res: PairResult, done: Callable[..., PairResult],
+          fa: dict[str, bytes], targets: list[str], test_changes: list[Change], hunks: list[Hunk],
+          old_text: dict[str, str | None], tasks_dir: Path | None, runs: int, family: str,
+          log: Callable[[str], None]) -> PairResult:
+    on_new = pair.run(pair.new, pair.new_base, [], targets)
+    passed_new = {t for t, s in _statuses(on_new).items() if s.ok}
+    if not passed_new:
+        relocked = _relock(pair.new)
+        if relocked.venv != pair.new.venv:
+            pair.new = relocked
+            on_new = pair.run(pair.new, pair.new_base, [], targets)
+            passed_new = {t for t, s in _statuses(on_new).items() if s.ok}
+    if not passed_new:
+        res.test_runs = pair.runs
+        why = on_new.infra_failure or (on_new.note.strip().splitlines() or ["none passed"])[0][:120]
+        return done("skipped", f"the changed tests do not run on {b.version} ({why})")
+    on_old = pair.run(pair.old, pair.base, test_changes, targets, details=True)
+    st_old = _statuses(on_old)
+    if not st_old or not any(s.ok for s in st_old.values()):
+        relocked = _relock(pair.old)
+        if relocked.venv != pair.old.venv:
+            pair.old = relocked
+            on_old = pair.run(pair.old, pair.base, test_changes, targets, details=True)
+            st_old = _statuses(on_old)
+    if not st_old:
+        res.test_runs = pair.runs
+        why = on_old.infra_failure or (on_old.note.strip().splitlines() or ["no test ran"])[0][:160]
+        return done("skipped", f"the suite does not run on {a.version}: {why}")
+    collect_failed = set(on_old.collect_errors)
+    cands = sorted(t for t in passed_new if t in st_old and st_old[t] is TestStatus.FAILED
+                   and t.split("::", 1)[0] not in collect_failed
+                   and not _bad_failure(on_old.details.get(t, {})))
+    res.candidates = len(cands)
+    if not cands:
+        res.test_runs = pair.runs
+        return done("skipped", "no new or changed test fails on the old release (or only for a missing API)")
+    groups: dict[str, list[str]] = {}
+    for t in cands:
+        groups.setdefault(t.split("::", 1)[0], []).append(t)
+    memo: dict[tuple[frozenset[int], tuple[str, ...]], bool] = {}
+
+    def passes(idx: list[int], ids: tuple[str, ...]) -> bool:
+        key = (frozenset(idx), ids)
+        if key not in memo:
+            r = pair.run(pair.old, pair.base, test_changes + apply_hunks(old_text_str, [hunks[i] for i in idx]),
+                         sorted({t.split("::", 1)[0] for t in ids}), ids, first_failure=True)
+            memo[key] = not r.infra_failure and all(r.statuses[t].ok for t in ids)
+        return memo[key]
+
+    old_text_str = {p: t for p, t in old_text.items() if t is not None}
+    everything = list(range(len(hunks)))
+    found: dict[tuple[int, ...], list[str]] = {}
+    minimal_of: dict[tuple[int, ...], bool] = {}
+    for file, ids in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:MAX_GROUPS]:
+        if time.monotonic() - pair.started > PAIR_BUDGET_S:
+            break
+        ids_t = tuple(ids)
+        if not passes(everything, ids_t):
+            continue
+        budget = [MAX_RUNS]
+        by_file: dict[str, list[int]] = {}
+        for i, h in enumerate(hunks):
+            by_file.setdefault(h.path, []).append(i)
+        files = minimize(sorted(by_file), lambda fs: passes([i for f in fs for i in by_file[f]], ids_t), budget)
+        chosen = minimize([i for f in files for i in by_file[f]], lambda s: passes(s, ids_t), budget)
+        key = tuple(sorted(chosen))
+        found.setdefault(key, []).extend(ids)
+        minimal_of[key] = budget[0] > 0
+    if not found:
+        res.test_runs = pair.runs
+        return done("skipped", f"{len(cands)} candidate(s), but N+1's source change does not make them pass on N")
+    path = live_path(spec.name, tasks_dir, family)
+    existing = _existing_ids(path)
+    mark = LIVE_MARK if family == "live" else MIRROR_MARK
+    for k, (key, f2p) in enumerate(sorted(found.items(), key=lambda kv: kv[1][0]), start=1):
+        iid = f"{spec.name}{mark}{b.version}-{k}"
+        if iid in existing:
+            res.kept.append(iid)
+            continue
+        task = _build_task(pair, spec, a, b, iid, [hunks[i] for i in key], sorted(set(f2p)), test_changes,
+                           old_text_str, minimal_of[key], len(hunks))
+        if task is None:
+            continue
+        if family == "mirror":
+            task, why = mirror_task(task, [hunks[i] for i in key], old_text_str, runs)
+            if task is None:
+                log(f"  {iid}: no mirror: {why}")
+                continue
+            append_task(task, path)
+            res.kept.append(iid)
+            log(f"  {iid}: kept as a mirror task ({len(task.FAIL_TO_PASS)} F2P, {len(task.PASS_TO_PASS)} P2P)")
+            continue
+        ok, why, val = validate_live(pair, task, runs)
+        if not ok:
+            log(f"  {iid}: not kept: {why}")
+            continue
+        task = dataclasses.replace(task, validation=val)
+        append_task(task, path)
+        res.kept.append(iid)
+        log(f"  {iid}: kept ({len(task.FAIL_TO_PASS)} F2P, {len(task.PASS_TO_PASS)} P2P, "
+            f"{task.features['hunks']}/{len(hunks)} hunks, statement {task.provenance['statement']})")
+    res.test_runs = pair.runs
+    return done("kept" if res.kept else "skipped", "" if res.kept else "no candidate survived validation")
+
+
+def _existing_ids(path: Path) -> set[str]:
+    if not path.exists():
+        return set()
+    return {json.loads(line)["instance_id"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+
+
+def _build_task(pair: _Pair, spec: RepoSpec, a: Release, b: Release, iid: str, hunks: list[Hunk],
+                f2p: list[str], test_changes: list[Change], old_text: dict[str, str], minimal: bool,
+                release_hunks: int) -> Task | None:
+    gold = apply_hunks(old_text, hunks)
+    f2p_files = {t.split("::", 1)[0] for t in f2p}
+    # the hidden tests: the changed test modules of the failing tests, and changed support files (conftest,
+    # data); other changed test modules stay out (they may test what this fix does not include)
+    hidden = [c for c in test_changes if c.path in f2p_files or not c.path.endswith(".py")
+              or Path(c.path).name == "conftest.py"]
+    files = sorted(f2p_files)
+    without = pair.run(pair.old, pair.base, hidden, files, details=True)
+    with_gold = pair.run(pair.old, pair.base, hidden + gold, files)
+    s0, s1 = _statuses(without), _statuses(with_gold)
+    if not s0 or not s1:
+        return None
+    f2p = [t for t in f2p if t in s0 and not s0[t].ok and s1.get(t, TestStatus.MISSING).ok]
+    p2p = sorted(t for t in s1 if s1[t].ok and s0.get(t, TestStatus.MISSING).ok)
+    if not f2p:
+        return None
+    test_patch = diff_text(hidden)
+    if "Binary files " in test_patch:
+        return None
+    idents, mods = fix_names(hunks, old_text)
+    for t in f2p:
+        idents.update(w for w in re.findall(r"[A-Za-z_]\w{2,}", t.split("::")[-1].split("[")[0]) if w != "test")
+    entry, source, score = match_changelog(pair.new.tree, b.version, idents, mods, enclosing_names(hunks, old_text))
+    if entry:
+        statement, kind = clean_entry(entry), "changelog"
+    else:
+        fails = [Failure(t, without.details.get(t, {}).get("exc_type", ""), without.details.get(t, {}).get(
+            "message", ""), "") for t in f2p]
+        module = hunks[0].path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+        for p in spec.install.import_paths:
+            if p not in (".", "") and module.startswith(p.rstrip("/") + "."):
+                module = module[len(p.rstrip("/")) + 1:]
+        statement = write_statement(StatementContext(spec.name, module, _enclosing(hunks[0], old_text), fails),
+                                    "medium")
+        kind = "generated"
+    features = {"f2p": len(f2p), "files_touched": len({h.path for h in hunks}), "hunks": len(hunks),
+                "release_hunks": release_hunks, "minimal": minimal, "n_sites": len(hunks),
+                "statement_level": "full" if kind == "changelog" else "medium"}
+    provenance = {"generator": "live", "source": {"version": a.version, "sha256": a.sha256},
+                  "from_version": a.version, "to_version": b.version, "to_sha256": b.sha256,
+                  "released": b.uploaded, "statement": kind, "changelog": source, "changelog_score": score}
+    if pair.old.spec.install.lock != spec.install.lock:
+        provenance["source"]["lock"] = list(pair.old.spec.install.lock)
+    return Task(instance_id=iid, repo=spec.name, version=a.version, base_commit=a.sha256, patch=diff_text(gold),
+                problem_statement=statement, FAIL_TO_PASS=tuple(f2p), PASS_TO_PASS=tuple(p2p), bug_patch="",
+                test_patch=test_patch, created_at=b.uploaded, statement_level=features["statement_level"],
+                provenance=provenance, features=features)
+
+
+def validate_live(pair: _Pair, task: Task, runs: int = 3) -> tuple[bool, str, dict[str, Any]]:
+    """Grade ``task`` exactly as an episode would, ``runs`` times without a fix and ``runs`` times with
+    the gold patch: every FAIL_TO_PASS must fail and every PASS_TO_PASS pass without it, all with it."""
+    start = time.monotonic()
+    repo = prepare(release_spec(load_repo(task.repo), task.version, task.base_commit,
+                                task.provenance["source"].get("lock")))
+    template = template_for(repo, task.bug_patch, task.instance_id)
+    gold = _changes_of(repo.tree, task.patch)
+    with Scratch() as scratch:
+        for n in range(runs):
+            r = grade(repo, task, template, [], scratch, use_cache=False)
+            if r.infra_failure:
+                return False, f"grading failed: {r.infra_failure}", {}
+            if r.fail_to_pass["success"] or r.pass_to_pass["failure"]:
+                return False, (f"run {n + 1} without the fix: F2P passing {r.fail_to_pass['success'][:3]}, "
+                               f"P2P failing {r.pass_to_pass['failure'][:3]}"), {}
+            g = grade(repo, task, template, gold, scratch, use_cache=False)
+            if not g.is_resolved:
+                return False, f"run {n + 1} with the gold patch: {g.resolved.value} {g.note[:200]}", {}
+    return True, "", {"runs": runs, "graded": True, "seconds": round(time.monotonic() - start, 1)}
+
+
+def reverse_onto(tree: Path, hunks: list[Hunk], old: dict[str, str]) -> list[Change]:
+    """The changes that undo ``hunks`` (a fix of release N, ``old`` its files) in another release's ``tree``:
+    each hunk's fixed lines, with a line of N's context on each side (or, failing that, alone), must occur
+    exactly once in the file (wherever it moved to), and are replaced by the lines before the fix.
+
+    Raises:
+        ValueError: a file is missing, or a hunk's fixed text is not found exactly once.
+    """
+    out = []
+    by_path: dict[str, list[Hunk]] = {}
+    for h in hunks:
+        by_path.setdefault(h.path, []).append(h)
+    for path, hs in sorted(by_path.items()):
+        if any(h.created or h.deleted for h in hs):
+            raise ValueError(f"{path}: the fix creates or deletes the file")
+        # the module may have moved since: pkg.py -> pkg/__init__.py, into or out of src/
+        moved = [path, path.removesuffix(".py") + "/__init__.py", f"src/{path}", path.removeprefix("src/")]
+        p = next((tree / m for m in moved if (tree / m).is_file()), tree / path)
+        if not p.is_file():
+            raise ValueError(f"{path} is not in the pinned release")
+        text = p.read_text(encoding="utf-8")
+        a = (old.get(path) or "").splitlines(keepends=True)
+        for h in sorted(hs, key=lambda h: -h.start):
+            before = a[h.start - 1] if h.start > 0 else ""
+            after = a[h.end] if h.end < len(a) else ""
+            fixed = before + "".join(h.new) + after
+            bare = "".join(h.new)
+            if fixed.strip() and text.count(fixed) == 1:
+                text = text.replace(fixed, before + "".join(a[h.start:h.end]) + after)
+            elif bare.strip() and text.count(bare) == 1:  # its context changed since; its own lines did not
+                text = text.replace(bare, "".join(a[h.start:h.end]))
+            else:
+                raise ValueError(f"{path}: the fixed lines near line {h.start + 1} occur "
+                                 f"{text.count(fixed) if fixed.strip() else 0} times in the pinned release")
+        out.append(Change(p.relative_to(tree).as_posix(), p.read_bytes(), text.encode()))
+    return [c for c in out if c.old != c.new]
+
+
+def mirror_task(fix: Task, hunks: list[Hunk], old: dict[str, str], runs: int = 3) -> tuple[Task | None, str]:
+    """The fix of a mined task reversed onto the repository's pinned release (a real bug brought back),
+    validated like every generated task (:func:`frog_gym.generators.validate.validate`), or ``(None, why)``.
+
+    Its tests are the pinned release's own (visible, as in every training task): the mined task's
+    FAIL_TO_PASS and PASS_TO_PASS that still exist and pass there are the candidates."""
+    from frog_gym.generators.validate import Scratch as _Scratch, baseline, validate
+
+    spec = load_repo(fix.repo)
+    repo = prepare(spec)
+    try:
+        fixed = reverse_onto(repo.tree, hunks, old)
+    except (ValueError, UnicodeDecodeError) as e:  # a fix that no longer applies is the common case
+        return None, f"the fix does not reverse onto {spec.source.version}: {str(e)[:160]}"
+    if not fixed:
+        return None, "the fix reverses to no change"
+    passing = {t for t, s in baseline(repo).items() if TestStatus(s).ok}
+    cands = [t for t in (*fix.FAIL_TO_PASS, *fix.PASS_TO_PASS) if t in passing]
+    if not any(t in passing for t in fix.FAIL_TO_PASS):
+        return None, f"none of the fix's tests passes on {spec.source.version} under the same id"
+    with _Scratch() as ws:
+        v = validate(repo, fixed, candidates=cands, runs=runs, workspace=ws, details=True, max_fail_to_pass=40)
+    if not v.ok:
+        return None, f"validation: {v.reason}"
+    bug = diff_text(fixed)
+    gold = diff_text([Change(c.path, c.new, c.old) for c in fixed])
+    prov = {k: fix.provenance[k] for k in ("from_version", "to_version", "to_sha256", "released", "statement",
+                                           "changelog", "changelog_score")}
+    return dataclasses.replace(
+        fix, instance_id=fix.instance_id, version=spec.source.version, base_commit=spec.source.key, patch=gold,
+        bug_patch=bug, test_patch="", FAIL_TO_PASS=tuple(v.fail_to_pass), PASS_TO_PASS=tuple(v.pass_to_pass),
+        provenance={"generator": "mirror", **prov},
+        features={**fix.features, "f2p": len(v.fail_to_pass), "crash": v.crash},
+        validation={"runs": v.runs, "seconds": round(v.seconds, 1), "flaky": v.flaky}), ""
+
+
+def _changes_of(tree: Path, patch: str) -> list[Change]:
+    """The changes a gold patch makes to ``tree`` (applied to a scratch copy)."""
+    from frog_gym.grading import patch_files
+    from frog_gym.workspace import apply_patch
+
+    tmp = paths.home() / "work" / f"m-{hashlib.sha256(patch.encode()).hexdigest()[:12]}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        files = sorted(patch_files(patch))
+        tmp.mkdir(parents=True)
+        for f in files:
+            if (tree / f).exists():
+                (tmp / f).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(tree / f, tmp / f)
+        apply_patch(tmp, patch, "the gold patch")
+        out = [Change(f, (tree / f).read_bytes() if (tree / f).exists() else None,
+                      (tmp / f).read_bytes() if (tmp / f).exists() else None) for f in files]
+        return [c for c in out if c.old != c.new]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def restate(path: Path) -> int:
+    """Match the statements of a live or mirror task file against the changelog again (after the matcher
+    improved); rewrites the file and returns how many statements come from a changelog entry."""
+    from frog_gym.live import task_spec
+    from frog_gym.task import load_tasks_file
+
+    tasks, n = load_tasks_file(str(path)), 0
+    out = []
+    for t in tasks:
+        prov = dict(t.provenance)
+        if prov.get("statement") in ("generated", "changelog"):
+            spec = load_repo(t.repo)
+            tree_new = snapshot_tree(release_spec(spec, prov["to_version"], prov["to_sha256"]))
+            base = snapshot_tree(task_spec(t))
+            gold = _changes_of(base, t.patch)
+            old = {c.path: _text(c.old) or "" for c in gold if c.old is not None}
+            hunks = [h for c in gold for h in hunks_of(c.path, _text(c.old), _text(c.new))]
+            idents, mods = fix_names(hunks, old)
+            for test in t.FAIL_TO_PASS:
+                idents.update(w for w in re.findall(r"[A-Za-z_]\w{2,}", test.split("::")[-1].split("[")[0])
+                              if w != "test")
+            entry, source, score = match_changelog(tree_new, prov["to_version"], idents, mods,
+                                                   enclosing_names(hunks, old))
+            if entry and (prov["statement"] == "generated" or clean_entry(entry) != t.problem_statement):
+                prov.update(statement="changelog", changelog=source, changelog_score=score)
+                t = dataclasses.replace(t, problem_statement=clean_entry(entry), statement_level="full",
+                                        provenance=prov, features={**t.features, "statement_level": "full"})
+        n += t.provenance.get("statement") == "changelog"
+        out.append(t)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(t.to_json() + "\n" for t in out), encoding="utf-8")
+    os.replace(tmp, path)
+    path.with_suffix(".ids").write_text(ids_sidecar_text(path.read_bytes()), encoding="utf-8")
+    return n
+
+
+# -- driving -------------------------------------------------------------------------------------------
+def pairs_for(spec: RepoSpec, releases: list[Release], since: str | None, max_pairs: int | None
+              ) -> list[tuple[Release, Release]]:
+    """Consecutive release pairs, newest first, whose N+1 was released on or after ``since`` and whose
+    releases allow the running Python."""
+    import sys
+
+    here = ".".join(map(str, sys.version_info[:3]))
+    pairs = []
+    for a, b in zip(releases, releases[1:]):
+        if since and b.uploaded[:10] < since:
+            continue
+        try:
+            if any(r.requires_python and not SpecifierSet(r.requires_python).contains(here) for r in (a, b)):
+                continue
+        except InvalidSpecifier:
+            continue
+        pairs.append((a, b))
+    pairs.reverse()
+    return pairs[:max_pairs] if max_pairs else pairs
+
+
+def state_path(spec: RepoSpec, a: Release, b: Release, family: str = "live") -> Path:
+    suffix = "" if family == "live" else f".{family}"
+    return mine_dir() / spec.name / f"{a.version}..{b.version}{suffix}.json"
+
+
+def live_releases(repo: str) -> set[str]:
+    """The releases N+1 whose fixes some live task of ``repo`` carries (mirror tasks never reuse them)."""
+    path = live_path(repo)
+    if not path.exists():
+        return set()
+    return {json.loads(line)["provenance"]["to_version"] for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()}
+
+
+def mine(repos: list[str], *, since: str | None = None, max_pairs: int | None = 12, runs: int = 3,
+         tasks_dir: Path | None = None, retry: bool = False, family: str = "live",
+         log: Callable[[str], None] = print) -> list[PairResult]:
+    """Mine each repository's release pairs (newest first), resuming from earlier runs' recorded outcomes
+    (``retry``: mine pairs that ended in ``error`` again). Returns every pair's result, old and new.
+
+    ``family="mirror"`` makes mirror tasks (training) from the pairs after those mined for live tasks
+    (older releases, never a release that a live task comes from), up to the pinned release."""
+    out = []
+    for name in repos:
+        spec = load_repo(name)
+        if spec.source.kind != "pypi":
+            log(f"{name}: skipped: not a PyPI source, it has no releases")
+            continue
+        try:
+            releases = list_releases(spec.source.name)
+        except OSError as e:
+            log(f"{name}: skipped: the index could not be read: {e}")
+            continue
+        pinned = Version(spec.source.version)
+        todo = pairs_for(spec, releases, since, None if family == "mirror" else max_pairs)
+        if family == "mirror":
+            live = {p.stem.split("..")[1] for p in (mine_dir() / name).glob("*..*.json")
+                    if not p.stem.endswith(".mirror")} | live_releases(name)
+            todo = [(a, b) for a, b in todo if Version(b.version) <= pinned and b.version not in live]
+            todo = todo[:max_pairs] if max_pairs else todo
+        for a, b in todo:
+            sp = state_path(spec, a, b, family)
+            if sp.exists():
+                prev = PairResult(**json.loads(sp.read_text()))
+                if not (retry and prev.outcome == "error"):
+                    out.append(prev)
+                    continue
+            log(f"{name} {a.version} -> {b.version}: mining")
+            r = mine_pair(spec, a, b, tasks_dir=tasks_dir, runs=runs, family=family, log=log)
+            sp.parent.mkdir(parents=True, exist_ok=True)
+            sp.write_text(json.dumps(dataclasses.asdict(r)))
+            log(f"{name} {a.version} -> {b.version}: {r.outcome}"
+                f"{': ' + r.reason if r.reason else ''} ({r.candidates} candidates, {len(r.kept)} kept, "
+                f"{r.test_runs} test runs, {r.seconds:.0f} s)")
+            out.append(r)
+    return out
+
+
+def report(results: list[PairResult]) -> str:
+    """The mining report as Markdown: yield per repository and time per pair, then every skip reason."""
+    by: dict[str, list[PairResult]] = {}
+    for r in results:
+        by.setdefault(r.repo, []).append(r)
+    lines = ["| repository | pairs scanned | candidate fixes | kept | seconds per pair |", "|---|---:|---:|---:|---:|"]
+    tot = [0, 0, 0, 0.0]
+    for repo, rs in sorted(by.items()):
+        kept = sum(len(r.kept) for r in rs)
+        cand = sum(r.candidates for r in rs)
+        secs = sum(r.seconds for r in rs)
+        lines.append(f"| {repo} | {len(rs)} | {cand} | {kept} | {secs / len(rs):.0f} |")
+        tot = [tot[0] + len(rs), tot[1] + cand, tot[2] + kept, tot[3] + secs]
+    if tot[0]:
+        lines.append(f"| **all** | {tot[0]} | {tot[1]} | {tot[2]} | {tot[3] / tot[0]:.0f} |")
+    lines += ["", "Pairs without a task:", ""]
+    for r in sorted(results, key=lambda r: (r.repo, Version(r.new))):
+        if not r.kept:
+            lines.append(f"- {r.repo} {r.old} -> {r.new}: {r.outcome}: {r.reason}")
+    return "\n".join(lines) + "\n"
+
+
+def all_results(family: str = "live") -> list[PairResult]:
+    """Every pair outcome of ``family`` recorded under ``$FROG_GYM_HOME/mine``."""
+    out = []
+    for p in sorted(mine_dir().glob("*/*.json")):
+        if (family == "live") == p.name.endswith(".mirror.json"):
+            continue
+        try:
+            out.append(PairResult(**json.loads(p.read_text())))
+        except (ValueError, TypeError):
+            continue
+    return out
+
+
+__all__ = ["Release", "Hunk", "PairResult", "list_releases", "mine", "mine_pair", "minimize", "report",
+           "changelog_section", "changelog_entries", "match_changelog", "MIRROR_MARK"]

@@ -1,0 +1,259 @@
+"""The FrogLive miner: hunks, delta debugging, changelog matching, the index client (real HTTP against a
+local server), and the CLI's bad-input line."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import subprocess
+import sys
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from frog_gym.generators import mine
+from frog_gym.generators.mine import apply_hunks, hunks_of, minimize
+
+lines = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "def f():\n", "    return 1\n", "\n"]), max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines, lines)
+def test_all_hunks_rebuild_the_new_file_and_none_keep_the_old(old, new):
+    old_t, new_t = "".join(old), "".join(new)
+    hs = hunks_of("m.py", old_t, new_t)
+    assert apply_hunks({"m.py": old_t}, hs)[0].new.decode() == new_t if hs else old_t == new_t
+    assert apply_hunks({"m.py": old_t}, []) == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(lines, lines, st.data())
+def test_any_subset_of_hunks_applies_each_hunk_in_place(old, new, data):
+    old_t, new_t = "".join(old), "".join(new)
+    hs = hunks_of("m.py", old_t, new_t)
+    subset = data.draw(st.lists(st.sampled_from(hs), unique=True)) if hs else []
+    got = apply_hunks({"m.py": old_t}, subset)
+    if subset:
+        text = got[0].new.decode().splitlines(keepends=True)
+        # the lines outside the chosen hunks are the old file's, in order
+        kept = sorted(subset, key=lambda h: h.start)
+        a = old_t.splitlines(keepends=True)
+        expect, pos = [], 0
+        for h in kept:
+            expect += a[pos:h.start] + list(h.new)
+            pos = h.end
+        assert text == expect + a[pos:]
+
+
+def test_created_and_deleted_files_are_one_hunk_each():
+    created = hunks_of("new.py", None, "x = 1\n")
+    deleted = hunks_of("old.py", "y = 2\n", None)
+    assert [h.created for h in created] == [True] and [h.deleted for h in deleted] == [True]
+    changes = apply_hunks({"old.py": "y = 2\n"}, created + deleted)
+    assert {(c.path, c.old, c.new) for c in changes} == {("new.py", None, b"x = 1\n"), ("old.py", b"y = 2\n", None)}
+
+
+def test_minimize_finds_a_one_minimal_set_within_its_budget():
+    calls = []
+
+    def needs(s):
+        calls.append(list(s))
+        return {3, 11, 12} <= set(s)
+
+    assert minimize(list(range(16)), needs, [200]) == [3, 11, 12]
+    budget = [2]
+    partial = minimize(list(range(16)), needs, budget)
+    assert budget[0] == 0 and needs(partial)  # out of budget: the last passing set, not a minimal one
+
+
+CHANGES = """\
+Changelog
+=========
+
+2.1.0 (2025-07-02)
+------------------
+
+- Fix :func:`parse_range` returning an empty list for ``"1-1"``.
+  Reported in :issue:`41`.
+- Add the ``strict`` option to :class:`Reader`.
+
+2.0.1 (2025-05-01)
+------------------
+
+- Fix a crash in ``Reader.close``.
+"""
+
+
+def test_changelog_section_and_entries_of_a_version():
+    section = mine.changelog_section(CHANGES, "2.1.0")
+    assert "parse_range" in section and "Reader.close" not in section
+    entries = mine.changelog_entries(section)
+    assert len(entries) == 2
+    assert mine.clean_entry(entries[0]) == 'Fix `parse_range` returning an empty list for `"1-1"`. Reported in `41`.'
+    assert mine.changelog_section(CHANGES, "9.9") == ""
+
+
+def test_the_entry_naming_the_fix_is_chosen_and_no_match_is_empty(tmp_path):
+    (tmp_path / "CHANGES.rst").write_text(CHANGES)
+    entry, source, score = mine.match_changelog(tmp_path, "2.1.0", {"parse_range", "lo"}, {"ranges"})
+    assert source == "CHANGES.rst" and entry.startswith("Fix :func:`parse_range`") and score >= 2
+    assert mine.match_changelog(tmp_path, "2.1.0", {"unrelated_name"}, {"other"}) == ("", "", 0.0)
+
+
+def test_fix_names_include_the_enclosing_function():
+    old = {"pkg/ranges.py": "def parse_range(s):\n    lo, hi = s.split('-')\n    return list(range(lo, hi))\n"}
+    h = hunks_of("pkg/ranges.py", old["pkg/ranges.py"], old["pkg/ranges.py"].replace("hi))", "hi + 1))"))
+    idents, mods = mine.fix_names(h, old)
+    assert "parse_range" in idents and mods == {"ranges"}
+
+
+class _Index(http.server.BaseHTTPRequestHandler):
+    files: dict[str, bytes] = {}
+    listing: dict = {}
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        if self.path.startswith("/simple/"):
+            body = json.dumps(self.listing).encode()
+            ctype = "application/vnd.pypi.simple.v1+json"
+        elif self.path.lstrip("/") in self.files:
+            body, ctype = self.files[self.path.lstrip("/")], "application/octet-stream"
+        else:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.fixture
+def index():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _file(name, data, uploaded, yanked=False):
+    return {"filename": name, "url": f"/{name}", "hashes": {"sha256": hashlib.sha256(data).hexdigest()},
+            "upload-time": uploaded, "yanked": yanked, "requires-python": ">=3.8"}
+
+
+def test_releases_come_from_the_index_oldest_first_without_prereleases_or_yanked(index):
+    _Index.listing = {"files": [
+        _file("demo-1.10.0.tar.gz", b"c", "2025-03-01T00:00:00Z"),
+        _file("demo-1.2.0.zip", b"z", "2025-01-01T00:00:00Z"),
+        _file("demo-1.2.0.tar.gz", b"a", "2025-01-01T00:00:00Z"),
+        _file("demo-1.3.0rc1.tar.gz", b"r", "2025-02-01T00:00:00Z"),
+        _file("demo-1.4.0.tar.gz", b"y", "2025-02-02T00:00:00Z", yanked=True),
+        _file("demo-1.9.0-py3-none-any.whl", b"w", "2025-02-03T00:00:00Z"),
+    ]}
+    rels = mine.list_releases("demo", index=f"{index}/simple")
+    assert [(r.version, r.filename) for r in rels] == [("1.2.0", "demo-1.2.0.tar.gz"), ("1.10.0", "demo-1.10.0.tar.gz")]
+    assert rels[1].uploaded.startswith("2025-03-01") and rels[0].sha256 == hashlib.sha256(b"a").hexdigest()
+
+
+def test_a_release_is_fetched_pinned_by_the_index_sha256(index, tmp_path, monkeypatch):
+    monkeypatch.setenv("FROG_GYM_HOME", str(tmp_path))
+    from frog_gym.spec import load_repo
+
+    spec = load_repo("semver")
+    data = b"not really a tarball"
+    _Index.files = {"semver-0.0.9.tar.gz": data}
+    good = mine.Release("0.0.9", "semver-0.0.9.tar.gz", f"{index}/semver-0.0.9.tar.gz",
+                        hashlib.sha256(data).hexdigest(), "2025-01-01")
+    got = mine.fetch_release(spec, good)
+    assert (got.source.version, got.source.sha256) == ("0.0.9", good.sha256)
+    assert (tmp_path / "sdists" / f"{good.sha256}.tar.gz").read_bytes() == data
+    bad = mine.Release("0.0.9", "semver-0.0.9.tar.gz", good.url, "0" * 64, "2025-01-01")
+    with pytest.raises(OSError, match="differs from the index's"):
+        mine.fetch_release(spec, bad)
+
+
+def test_pairs_are_newest_first_and_since_filters_by_release_date():
+    from frog_gym.spec import load_repo
+
+    rels = [mine.Release(v, f"x-{v}.tar.gz", "", "0" * 64, d) for v, d in
+            [("1.0", "2024-01-01"), ("1.1", "2024-06-01"), ("1.2", "2025-02-01"), ("1.3", "2025-08-01")]]
+    pairs = mine.pairs_for(load_repo("semver"), rels, None, None)
+    assert [(a.version, b.version) for a, b in pairs] == [("1.2", "1.3"), ("1.1", "1.2"), ("1.0", "1.1")]
+    assert [(a.version, b.version) for a, b in mine.pairs_for(load_repo("semver"), rels, "2025-01-01", None)] == \
+        [("1.2", "1.3"), ("1.1", "1.2")]
+    assert len(mine.pairs_for(load_repo("semver"), rels, None, 1)) == 1
+
+
+def test_report_counts_yield_per_repository():
+    rs = [mine.PairResult("a", "1", "2", "kept", candidates=3, kept=["a__live-2-1"], seconds=10),
+          mine.PairResult("a", "2", "3", "skipped", "no test module added or changed", seconds=2),
+          mine.PairResult("b", "1", "2", "error", "boom", seconds=4)]
+    text = mine.report(rs)
+    assert "| a | 2 | 3 | 1 | 6 |" in text and "| **all** | 3 | 3 | 1 | 5 |" in text
+    assert "- a 2 -> 3: skipped: no test module added or changed" in text and "- b 1 -> 2: error: boom" in text
+
+
+def test_cli_refuses_a_bad_date_in_one_line():
+    proc = subprocess.run([sys.executable, "-m", "frog_gym.cli", "mine", "semver", "--since", "last week"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("frog-gym mine: --since must be a date YYYY-MM-DD (e.g. 2025-06-01), "
+                                   "got 'last week'")
+
+
+def test_a_fix_is_reversed_onto_a_later_release_wherever_its_lines_moved(tmp_path):
+    old = {"pkg/m.py": "def f(x):\n    return x + 1\n\n\ndef g():\n    return 2\n"}
+    fixed = old["pkg/m.py"].replace("x + 1", "x + 2")
+    hs = hunks_of("pkg/m.py", old["pkg/m.py"], fixed)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("import os\n\n\n" + fixed + "\n\ndef h():\n    pass\n")
+    (c,) = mine.reverse_onto(tmp_path, hs, old)
+    assert c.new.decode() == "import os\n\n\n" + old["pkg/m.py"] + "\n\ndef h():\n    pass\n"
+    (tmp_path / "pkg" / "m.py").write_text(fixed.replace("x + 2", "x + 3"))  # the fix was rewritten since
+    with pytest.raises(ValueError, match="occur 0 times"):
+        mine.reverse_onto(tmp_path, hs, old)
+
+
+def test_a_version_history_in_the_readme_counts_when_its_sole_entry_names_the_module(tmp_path):
+    (tmp_path / "README.rst").write_text("History\n-------\n\n- 1.22.2 Fix negative Decimals in parse\n"
+                                         "- 1.22.1 Parse zero-precision floats\n")
+    entry, source, _ = mine.match_changelog(tmp_path, "1.22.2", {"convert_decimal"}, {"parse"})
+    assert (entry, source) == ("Fix negative Decimals in parse", "README.rst")
+    assert mine.match_changelog(tmp_path, "1.22.2", {"convert_decimal"}, {"other"})[0] == ""
+
+
+@pytest.mark.slow
+def test_mining_a_real_release_pair_yields_a_task_graded_with_its_hidden_tests(tmp_path):
+    from frog_gym.spec import load_repo
+    from frog_gym.task import load_tasks_file
+
+    rels = {r.version: r for r in mine.list_releases("semver")}
+    r = mine.mine_pair(load_repo("semver"), rels["3.0.2"], rels["3.0.4"], tasks_dir=tmp_path, runs=1)
+    assert (r.outcome, r.candidates, len(r.kept)) == ("kept", 1, 1), r.reason
+    (task,) = load_tasks_file(str(tmp_path / "semver.live.jsonl"))
+    assert task.instance_id == "semver__live-3.0.4-1" and task.version == "3.0.2"
+    assert task.base_commit == rels["3.0.2"].sha256 and task.provenance["to_sha256"] == rels["3.0.4"].sha256
+    assert task.FAIL_TO_PASS == ("tests/test_subclass.py::test_compare_with_subclass",)
+    assert "+++ b/tests/test_subclass.py" in task.test_patch and "+++ b/src/semver/" in task.patch
+    assert task.validation["graded"] and task.provenance["released"].startswith(rels["3.0.4"].uploaded[:10])
+
+
+def test_cli_refuses_an_unknown_repository_with_a_suggestion():
+    proc = subprocess.run([sys.executable, "-m", "frog_gym.cli", "mine", "semvr"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("frog-gym mine: Unknown repository 'semvr'. Did you mean 'semver'? "
+                                   "See `frog-gym registry list`.")
+
+
+def test_a_fix_follows_its_module_into_a_package(tmp_path):
+    old = {"parse.py": "def f(x):\n    return x\n"}
+    hs = hunks_of("parse.py", old["parse.py"], "def f(x):\n    return -x\n")
+    (tmp_path / "parse").mkdir()
+    (tmp_path / "parse" / "__init__.py").write_text("import re\n\n\ndef f(x):\n    return -x\n")
+    (c,) = mine.reverse_onto(tmp_path, hs, old)
+    assert c.path == "parse/__init__.py" and c.new.decode().endswith("def f(x):\n    return x\n")
