@@ -324,14 +324,12 @@ def scope(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     return kept, dict(sorted(discarded.items()))
 
 
-def hidden_test_changes(task: Task, template: Template) -> list[Change] | str:
-    """The task's hidden tests (``test_patch``) as changes to the starting tree, written after the agent's
-    (whose edits to those files :func:`scope` has already reset), or why the patch does not apply."""
-    if not task.test_patch.strip():
-        return []
-    key = (task.instance_id, hashlib.sha256(task.test_patch.encode()).hexdigest(), str(template.root))
-    if key not in _HIDDEN:
-        files = sorted(patch_files(task.test_patch))
+def _patched(template: Template, patch: str, label: str) -> dict[str, bytes | None] | str:
+    """The files ``patch`` touches, as they read once it is applied to ``template`` (None: deleted), or why
+    it does not apply. Cached per template and patch."""
+    key = (str(template.root), hashlib.sha256(patch.encode()).hexdigest())
+    if key not in _PATCHED:
+        files = sorted(patch_files(patch))
         with tempfile.TemporaryDirectory(dir=paths.home()) as d:
             for f in files:
                 src = template.root / f
@@ -339,20 +337,41 @@ def hidden_test_changes(task: Task, template: Template) -> list[Change] | str:
                     (Path(d) / f).parent.mkdir(parents=True, exist_ok=True)
                     (Path(d) / f).write_bytes(src.read_bytes())
             try:
-                apply_patch(Path(d), task.test_patch, f"the test patch of {task.instance_id}")
+                apply_patch(Path(d), patch, label)
             except SourceError as e:
                 return str(e)
-            out = []
-            for f in files:
-                old = (template.root / f).read_bytes() if (template.root / f).is_file() else None
-                new = (Path(d) / f).read_bytes() if (Path(d) / f).is_file() else None
-                if old != new:
-                    out.append(Change(f, old, new))
-        _HIDDEN[key] = out
-    return _HIDDEN[key]
+            _PATCHED[key] = {f: (Path(d) / f).read_bytes() if (Path(d) / f).is_file() else None for f in files}
+    return _PATCHED[key]
 
 
-_HIDDEN: dict[tuple[str, str, str], list[Change]] = {}
+_PATCHED: dict[tuple[str, str], dict[str, bytes | None]] = {}
+
+
+def hidden_test_changes(task: Task, template: Template) -> list[Change] | str:
+    """The task's hidden tests (``test_patch``) as changes to the starting tree, written after the agent's
+    (whose edits to those files :func:`scope` has already reset), or why the patch does not apply."""
+    if not task.test_patch.strip():
+        return []
+    after = _patched(template, task.test_patch, f"the test patch of {task.instance_id}")
+    if isinstance(after, str):
+        return after
+    out = []
+    for f, new in after.items():
+        old = (template.root / f).read_bytes() if (template.root / f).is_file() else None
+        if old != new:
+            out.append(Change(f, old, new))
+    return out
+
+
+def _pristine(repo: PreparedRepo, task: Task, template: Template, rel: str) -> bytes | None:
+    """The repository's own version of a file: as the gold patch leaves it where the patch touches it (a
+    FrogLive task's fix is a later release's code), else the snapshot's (the host's, never the agent's)."""
+    if rel in patch_files(task.patch):
+        after = _patched(template, task.patch, f"the gold patch of {task.instance_id}")
+        if isinstance(after, dict):
+            return after.get(rel)
+    p = repo.tree / rel
+    return p.read_bytes() if p.is_file() and not p.is_symlink() else None
 
 
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,
@@ -388,7 +407,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     start = time.monotonic()
     f2p_fail = {"success": [], "failure": list(task.FAIL_TO_PASS)}
     p2p_fail = {"success": [], "failure": list(task.PASS_TO_PASS)}
-    flags = scan((c.path, c.old, c.new, _read_pristine(repo, c.path)) for c in kept)
+    flags = scan((c.path, c.old, c.new, _pristine(repo, task, template, c.path)) for c in kept)
     if flags:
         report = GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, None, time.monotonic() - start,
                              tests_discarded, None, "the changes were not run: " + "; ".join(flags[:3]),
@@ -445,12 +464,6 @@ def _run_warm(repo: PreparedRepo, template: Template, kept: list[Change], task: 
         except grading_server.Unavailable:
             grading_server.discard(server)
             return None
-
-
-def _read_pristine(repo: PreparedRepo, rel: str) -> bytes | None:
-    """The repository's own release of a file (the snapshot is the host's, never the agent's)."""
-    p = repo.tree / rel
-    return p.read_bytes() if p.is_file() and not p.is_symlink() else None
 
 
 def _store(cache: Path, report: GradeReport) -> None:
