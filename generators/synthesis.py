@@ -40,6 +40,7 @@ from frog_gym import paths
 from frog_gym.generators import coverage_map, statements
 from frog_gym.generators.fastrun import Runner
 from frog_gym.generators.operators import enclosing_function, find_mutations
+from frog_gym.generators.restate import WRITER, compose, kept_failure
 from frog_gym.generators.validate import Validation, patches, validate
 from frog_gym.snapshot import PreparedRepo, prepare
 from frog_gym.spec import RepoSpec
@@ -353,24 +354,19 @@ def make_task(repo: PreparedRepo, cand: Candidate, v: Validation, cfg: GenerateC
     spec = repo.spec
     level = level or statements.level_for(cand.iid)
     failures = _failures(v) or [statements.Failure(t, "", "", "") for t in v.fail_to_pass]
-    fn = statements.entry_function(failures, spec.tests.is_test_file)
-    if not fn and len(cand.sites) == 1:
-        own = cand.sites[0].function.split(".")[-1]
-        fn = own if own and not own.startswith("_") and "<" not in own else ""
-    mods = list(dict.fromkeys(s.module for s in cand.sites))
-    ctx = statements.StatementContext(spec.name, mods[0], fn, failures, v.crash, len(cand.sites), mods[1:])
-    text = statements.write(ctx, level, writer)
     bug_patch, gold = patches(bug_changes_of(repo, cand.sites))
+    text = compose(spec, repo.tree, failures, v.crash, len(cand.sites), level, v.fail_to_pass, bug_patch, writer)
     return Task(
         instance_id=cand.iid, repo=spec.name, version=spec.source.version or spec.source.commit[:12],
         base_commit=spec.source.key, patch=gold, problem_statement=text, FAIL_TO_PASS=tuple(v.fail_to_pass),
         PASS_TO_PASS=tuple(v.pass_to_pass), bug_patch=bug_patch, statement_level=level,
         provenance={"generator": GENERATOR, "seed": cfg.seed, "sites": [asdict(s) for s in cand.sites],
-                    "candidate_tests": len(cand.tests), "statement_writer": cfg.statement_writer or "builtin"},
+                    "candidate_tests": len(cand.tests), "statement_writer": cfg.statement_writer or WRITER},
         features=features_of(repo, cand.sites, v, level),
         validation={"runs": v.runs, "test_runs": v.test_runs, "seconds": round(v.seconds, 2),
                     "cpu_seconds": v.cpu_seconds,
-                    "flaky": v.flaky, "signature": v.signature, "targeted": True},
+                    "flaky": v.flaky, "signature": v.signature, "targeted": True,
+                    "failure": kept_failure(failures[0])},
     )
 
 

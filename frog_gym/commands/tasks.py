@@ -1,9 +1,11 @@
-"""``frog-gym tasks``: list the registered tasks."""
+"""``frog-gym tasks``: list the registered tasks, check their statements, show their difficulty."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections import Counter
 
 HELP = "List registered tasks (ids usable as gym ids FrogSWE/<id>-v0)."
 
@@ -11,18 +13,76 @@ HELP = "List registered tasks (ids usable as gym ids FrogSWE/<id>-v0)."
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", help="only tasks of this repository")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
+    p.add_argument("--check-statements", action="store_true",
+                   help="check every statement (no FAIL_TO_PASS test named, no mutated line quoted, every named "
+                        "module/function exists); exit 1 if any fails")
+    p.add_argument("--restate", action="store_true",
+                   help="rewrite every statement (of --repo, or all) with the built-in writer from what the old "
+                        "statement recorded of the first failure (rewrites the task files)")
+    p.add_argument("--difficulty", action="store_true",
+                   help="the distribution of measured solve rates (tasks without one are counted apart)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from frog_gym.spec import load_repo
     from frog_gym.task import load_task, task_index
 
-    for iid in sorted(task_index()):
+    if args.repo:
+        load_repo(args.repo)  # an unknown name fails here, with a did-you-mean
+    ids = [i for i in sorted(task_index()) if not args.repo or load_task(i).repo == args.repo]
+    if args.check_statements:
+        return _check(ids)
+    if args.restate:
+        from frog_gym.generators.restate import restate_file
+        from frog_gym.task import refresh_tasks
+
+        files = sorted({task_index()[i][0] for i in ids})
+        for name in files:
+            path = _task_path(name)
+            print(f"{name}: " + ", ".join(f"{k} {n}" for k, n in sorted(restate_file(path).items())), flush=True)
+        refresh_tasks()
+        return 0
+    if args.difficulty:
+        from frog_gym.generators.difficulty import histogram
+
+        print(histogram([load_task(i) for i in ids]))
+        return 0
+    for iid in ids:
         t = load_task(iid)
-        if args.repo and t.repo != args.repo:
-            continue
         if args.json:
             print(json.dumps({"instance_id": iid, "repo": t.repo, "statement_level": t.statement_level,
                               "f2p": len(t.FAIL_TO_PASS), "p2p": len(t.PASS_TO_PASS), "features": t.features}))
         else:
             print(f"{iid:48} {t.repo:16} F2P={len(t.FAIL_TO_PASS):<4} P2P={len(t.PASS_TO_PASS):<5} {t.statement_level}")
     return 0
+
+
+def _check(ids: list[str]) -> int:
+    from frog_gym.generators.statement_check import check_task
+    from frog_gym.task import load_task
+
+    kinds: Counter = Counter()
+    bad = 0
+    for iid in ids:
+        found = check_task(load_task(iid))
+        if found:
+            bad += 1
+            for f in found:
+                kinds["names a test" if "FAIL_TO_PASS" in f else "quotes the mutated line" if f.startswith("quotes")
+                      else "names a missing symbol"] += 1
+            print(f"{iid}: " + "; ".join(found))
+    detail = ", ".join(f"{k}: {n}" for k, n in kinds.most_common())
+    print(f"checked {len(ids)} statements: {len(ids) - bad} ok, {bad} rejected" + (f" ({detail})" if detail else ""),
+          file=sys.stderr)
+    return 1 if bad else 0
+
+
+def _task_path(name: str):  # noqa: ANN202 (a Path)
+    import os
+    from importlib import resources
+    from pathlib import Path
+
+    if os.path.isabs(name):
+        return Path(name)
+    with resources.as_file(resources.files("frog_gym.registry").joinpath("tasks", name)) as p:
+        return Path(p)
