@@ -32,7 +32,7 @@ from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox import make_sandbox
 from frog_gym.snapshot import PreparedRepo, venv_key
 from frog_gym.task import Task
-from frog_gym.workspace import Change, Template, Workspace, append_file, write_changes
+from frog_gym.workspace import Change, Template, Workspace, append_file, apply_patch, write_changes
 
 
 class TestStatus(str, enum.Enum):
@@ -311,6 +311,12 @@ def scope(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     return kept, dict(sorted(discarded.items()))
 
 
+def restore_hidden_tests(tree: Path, template: Template) -> None:
+    """Put back the tests a hidden-tests template was built without (its task's ``test_patch``), after the
+    agent's changes: the agent's edits to test files are already discarded, so the patch always applies."""
+    apply_patch(tree, template.hidden_tests, "the hidden tests (test_patch)")
+
+
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,
           timeout: float = 900.0, use_cache: bool = True, backend: str = "local",
           rng: random.Random | None = None, unread: dict[str, str] | None = None) -> GradeReport:
@@ -342,6 +348,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         return report
     scratch.sync(template)
     write_changes(scratch.path, kept)
+    restore_hidden_tests(scratch.path, template)
     rng = rng or random.Random(secrets.randbits(64))
     target = test_files_of(task.FAIL_TO_PASS)[0]
     names = {t.rsplit("::", 1)[-1] for t in task.selected_tests}

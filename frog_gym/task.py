@@ -32,7 +32,8 @@ TASK_SCHEMA = {
     "version": Field(str, doc="the repository's released version"),
     "base_commit": Field(str, doc="content address of the snapshot (sdist sha256 or git commit)"),
     "patch": Field(str, doc="the gold fix: a unified diff from the buggy tree to the pristine one"),
-    "test_patch": Field(str, required=False, default="", doc="SWE-bench field; empty: tests are unchanged"),
+    "test_patch": Field(str, required=False, default="",
+                        doc="SWE-bench field: the diff that adds the hidden FAIL_TO_PASS tests back (empty: none hidden)"),
     "problem_statement": Field(str),
     "hints_text": Field(str, required=False, default=""),
     "FAIL_TO_PASS": Field(list, items=str, doc="tests the bug breaks"),
@@ -77,8 +78,9 @@ class Task:
     @property
     def content_hash(self) -> str:
         """A hash of everything that affects grading (the harness suite hash is built from these)."""
-        blob = json.dumps([self.repo, self.base_commit, self.bug_patch, self.FAIL_TO_PASS, self.PASS_TO_PASS,
-                           self.problem_statement], sort_keys=True)
+        parts = [self.repo, self.base_commit, self.bug_patch, self.FAIL_TO_PASS, self.PASS_TO_PASS,
+                 self.problem_statement] + ([self.test_patch] if self.test_patch else [])
+        blob = json.dumps(parts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def to_json(self) -> str:

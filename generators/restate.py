@@ -11,8 +11,6 @@ Example (what ``frog-gym tasks --restate`` runs for each task file):
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -111,31 +109,16 @@ def kept_failure(f: statements.Failure) -> dict:
 
 def restate_file(path: Path) -> Counter:
     """Rewrite every statement of one ``<repo>.jsonl`` in place (same order), under the task file's lock."""
-    from filelock import FileLock
-
-    from frog_gym import paths
-    from frog_gym.generators.synthesis import write_ids_sidecar
+    from frog_gym.generators.synthesis import read_existing, rewrite_task_file
     from frog_gym.snapshot import snapshot_tree
     from frog_gym.spec import load_repo
-    from frog_gym.task import Task
 
-    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    if not lines:
+    records = read_existing(path)
+    if not records:
         return Counter()
-    spec = load_repo(json.loads(lines[0])["repo"])
+    spec = load_repo(records[0]["repo"])
     tree = snapshot_tree(spec)
-    out, counts = [], Counter()
-    for ln in lines:
-        rec = json.loads(ln)
-        new = restate_record(spec, tree, rec)
-        counts["rewritten" if new["problem_statement"] != rec["problem_statement"] else "unchanged"] += 1
-        out.append(Task.from_dict(new, str(path)).to_json())
-    with FileLock(str(paths.home() / "locks" / f"tasks-{path.name}.lock")):
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text("".join(x + "\n" for x in out), encoding="utf-8")
-        os.replace(tmp, path)
-        write_ids_sidecar(path)
-    return counts
+    return rewrite_task_file(path, lambda d: restate_record(spec, tree, d))
 
 
 __all__ = ["Evidence", "WRITER", "compose", "recorded_failure", "restate_file", "restate_record"]

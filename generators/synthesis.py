@@ -39,6 +39,7 @@ from filelock import FileLock
 from frog_gym import paths
 from frog_gym.generators import coverage_map, statements
 from frog_gym.generators.fastrun import Runner
+from frog_gym.generators.hidden import hidden_tests_patch
 from frog_gym.generators.operators import enclosing_function, find_mutations
 from frog_gym.generators.restate import WRITER, compose, kept_failure
 from frog_gym.generators.validate import Validation, patches, validate
@@ -86,6 +87,9 @@ class GenerateConfig:
     """Where the ``<repo>.jsonl`` files are (default: the registry's task folder)."""
     fork_server: bool = True
     """Run pytest through a per-worker fork server (:mod:`frog_gym.generators.fastrun`)."""
+    hide_tests: bool = True
+    """Store a ``test_patch`` per task (its FAIL_TO_PASS test functions, hidden from the workspace until
+    grading, :mod:`frog_gym.generators.hidden`); False keeps the tests visible and ``test_patch`` empty."""
 
     def __post_init__(self) -> None:
         if self.max_tasks < 0:
@@ -356,10 +360,11 @@ def make_task(repo: PreparedRepo, cand: Candidate, v: Validation, cfg: GenerateC
     failures = _failures(v) or [statements.Failure(t, "", "", "") for t in v.fail_to_pass]
     bug_patch, gold = patches(bug_changes_of(repo, cand.sites))
     text = compose(spec, repo.tree, failures, v.crash, len(cand.sites), level, v.fail_to_pass, bug_patch, writer)
+    test_patch = hidden_tests_patch(repo.tree, v.fail_to_pass, spec.tests.is_test_file) if cfg.hide_tests else ""
     return Task(
         instance_id=cand.iid, repo=spec.name, version=spec.source.version or spec.source.commit[:12],
         base_commit=spec.source.key, patch=gold, problem_statement=text, FAIL_TO_PASS=tuple(v.fail_to_pass),
-        PASS_TO_PASS=tuple(v.pass_to_pass), bug_patch=bug_patch, statement_level=level,
+        PASS_TO_PASS=tuple(v.pass_to_pass), bug_patch=bug_patch, statement_level=level, test_patch=test_patch,
         provenance={"generator": GENERATOR, "seed": cfg.seed, "sites": [asdict(s) for s in cand.sites],
                     "candidate_tests": len(cand.tests), "statement_writer": cfg.statement_writer or WRITER},
         features=features_of(repo, cand.sites, v, level),
@@ -393,6 +398,24 @@ def write_ids_sidecar(path: Path) -> None:
     tmp = side.with_name(f".{side.name}.{os.getpid()}.tmp")
     tmp.write_text(ids_sidecar_text(path.read_bytes()), encoding="utf-8")
     os.replace(tmp, side)
+
+
+def rewrite_task_file(path: Path, fn: Callable[[dict], dict | None]) -> Counter:
+    """Rewrite every record of a task file in place through ``fn`` (None drops it), same order, under the
+    task file's lock; every rewritten record must still load. Returns counts of changed/unchanged/dropped."""
+    counts: Counter = Counter()
+    with FileLock(str(paths.home() / "locks" / f"tasks-{path.name}.lock")):
+        out = []
+        for d in read_existing(path):
+            new = fn(d)
+            counts["dropped" if new is None else "changed" if new != d else "unchanged"] += 1
+            if new is not None:
+                out.append(Task.from_dict(new, str(path)).to_json())
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text("".join(x + "\n" for x in out), encoding="utf-8")
+        os.replace(tmp, path)
+        write_ids_sidecar(path)
+    return counts
 
 
 def read_existing(path: Path) -> list[dict]:

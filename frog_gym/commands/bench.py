@@ -21,6 +21,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, help="override the harness's steps per episode")
     p.add_argument("--samples", type=int, help="episodes per task (for pass@k)")
     p.add_argument("--backend", choices=("local", "docker"), help="sandbox backend")
+    p.add_argument("--visible-tests", action="store_true", default=None,
+                   help="keep the FAIL_TO_PASS tests in the workspace (default: hidden until grading)")
     p.add_argument("--workers", type=int, default=1, help="episodes in parallel (processes)")
     p.add_argument("--out", help="run directory (default: runs/<label>-<suite>); rerun to resume")
     p.add_argument("--label", help="the name results carry on the leaderboard (default: the agent name)")
@@ -34,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from frog_gym.harness import HarnessSpec
 
     overrides = {k: v for k, v in (("max_steps", args.max_steps), ("samples_per_task", args.samples),
-                                   ("backend", args.backend)) if v is not None}
+                                   ("backend", args.backend), ("visible_tests", args.visible_tests))
+                 if v is not None}
     if args.harness:
         spec = HarnessSpec.load(args.harness)
         if overrides:

@@ -19,6 +19,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--restate", action="store_true",
                    help="rewrite every statement (of --repo, or all) with the built-in writer from what the old "
                         "statement recorded of the first failure (rewrites the task files)")
+    p.add_argument("--hide-tests", action="store_true",
+                   help="compute every task's test_patch (its FAIL_TO_PASS tests, hidden until grading) from the "
+                        "pristine snapshot (rewrites the task files)")
     p.add_argument("--difficulty", action="store_true",
                    help="the distribution of measured solve rates (tasks without one are counted apart)")
 
@@ -32,14 +35,15 @@ def run(args: argparse.Namespace) -> int:
     ids = [i for i in sorted(task_index()) if not args.repo or load_task(i).repo == args.repo]
     if args.check_statements:
         return _check(ids)
-    if args.restate:
+    if args.restate or args.hide_tests:
+        from frog_gym.generators.hidden import hide_tests_file
         from frog_gym.generators.restate import restate_file
         from frog_gym.task import refresh_tasks
 
-        files = sorted({task_index()[i][0] for i in ids})
-        for name in files:
-            path = _task_path(name)
-            print(f"{name}: " + ", ".join(f"{k} {n}" for k, n in sorted(restate_file(path).items())), flush=True)
+        rewrite = restate_file if args.restate else hide_tests_file
+        for name in sorted({task_index()[i][0] for i in ids}):
+            counts = rewrite(_task_path(name))
+            print(f"{name}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())), flush=True)
         refresh_tasks()
         return 0
     if args.difficulty:
