@@ -30,6 +30,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repos", help="comma-separated registry names (default: all with tasks)")
     p.add_argument("--json", help="also write the figures here")
+    p.add_argument("--max-file-lines", type=int, default=800,
+                   help="sample only from source files up to this many lines (candidate search is per module)")
     args = p.parse_args()
 
     from frog_gym.generators.coverage_map import mutable_files
@@ -55,10 +57,13 @@ def main() -> None:
             by_task.setdefault(t.provenance["sites"][0]["family"], Counter())[done] += 1
         for f in mutable_files(PreparedRepo(spec, tree, tree), tree):  # no venv needed to list files
             try:
-                sources.append((tree / f).read_text(encoding="utf-8"))
+                text = (tree / f).read_text(encoding="utf-8")
+                if text.count("\n") <= args.max_file_lines:
+                    sources.append(text)
             except (OSError, UnicodeDecodeError):
                 continue
-    sample = sample_shares(sources, args.per_family, args.seed)
+    print(f"tasks measured in {time.monotonic() - t0:.0f} s", flush=True)
+    sample = sample_shares(sources, args.per_family, args.seed) if args.per_family else {}
     print(f"{'family':24} {'tasks undone':>14} {'share':>6}   {'sample undone':>14} {'share':>6}")
     total = Counter()
     rows = {}

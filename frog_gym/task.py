@@ -45,6 +45,8 @@ TASK_SCHEMA = {
     "provenance": Field(dict, required=False, default=dict, doc="generator, operator family, seed, sites"),
     "features": Field(dict, required=False, default=dict, doc="difficulty features"),
     "validation": Field(dict, required=False, default=dict, doc="validation runs, timings, flaky tests"),
+    "solve_rates": Field(dict, required=False, default=dict,
+                         doc="agent -> {solved, runs, fingerprint, max_steps}: measured difficulty"),
 }
 
 
@@ -69,6 +71,7 @@ class Task:
     provenance: dict[str, Any] = field(default_factory=dict, compare=False)
     features: dict[str, Any] = field(default_factory=dict, compare=False)
     validation: dict[str, Any] = field(default_factory=dict, compare=False)
+    solve_rates: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def selected_tests(self) -> tuple[str, ...]:

@@ -25,8 +25,8 @@ from frog_gym.task import Task, load_task, task_index
 
 SWEBENCH_FIELDS = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement", "hints_text",
                    "created_at", "version", "FAIL_TO_PASS", "PASS_TO_PASS", "environment_setup_commit")
-OUR_FIELDS = ("bug_patch", "statement_level", "provenance", "features", "validation")
-_DICTS = ("provenance", "features", "validation")
+OUR_FIELDS = ("bug_patch", "statement_level", "provenance", "features", "validation", "solve_rates")
+_DICTS = ("provenance", "features", "validation", "solve_rates")
 
 
 def to_swebench(task: Task, dicts_as_json: bool = False) -> dict[str, Any]:

@@ -22,8 +22,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hide-tests", action="store_true",
                    help="compute every task's test_patch (its FAIL_TO_PASS tests, hidden until grading) from the "
                         "pristine snapshot (rewrites the task files)")
+    p.add_argument("--dedupe", action="store_true",
+                   help="drop redundant tasks: one single-bug task per mutated line, and every combined task "
+                        "holding a bug that is not itself a task (rewrites the task files)")
     p.add_argument("--difficulty", action="store_true",
                    help="the distribution of measured solve rates (tasks without one are counted apart)")
+    p.add_argument("--import-results", metavar="RUN_DIR",
+                   help="store the solve rates of a `frog-gym bench` run in the task records (measured difficulty)")
+    p.add_argument("--label", help="with --import-results: the agent name to record (default: the run's)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,6 +41,20 @@ def run(args: argparse.Namespace) -> int:
     ids = [i for i in sorted(task_index()) if not args.repo or load_task(i).repo == args.repo]
     if args.check_statements:
         return _check(ids)
+    if args.import_results:
+        from pathlib import Path
+
+        from frog_gym.generators.difficulty import record_results
+
+        if not (Path(args.import_results) / "results.jsonl").is_file() and not Path(args.import_results).is_file():
+            print(f"frog-gym tasks: {args.import_results} holds no results.jsonl; give a `frog-gym bench` run "
+                  "directory", file=sys.stderr)
+            return 2
+        counts = record_results(args.import_results, args.label)
+        print(f"solve rates recorded for {sum(counts.values())} tasks in {len(counts)} task files")
+        return 0
+    if args.dedupe:
+        return _dedupe(ids)
     if args.restate or args.hide_tests:
         from frog_gym.generators.hidden import hide_tests_file
         from frog_gym.generators.restate import restate_file
@@ -90,3 +110,21 @@ def _task_path(name: str):  # noqa: ANN202 (a Path)
         return Path(name)
     with resources.as_file(resources.files("frog_gym.registry").joinpath("tasks", name)) as p:
         return Path(p)
+
+
+def _dedupe(ids: list[str]) -> int:
+    from frog_gym.generators import dedupe
+    from frog_gym.generators.synthesis import read_existing, rewrite_task_file
+    from frog_gym.task import refresh_tasks, task_index
+
+    total = kept = 0
+    for name in sorted({task_index()[i][0] for i in ids}):
+        path = _task_path(name)
+        drop = dedupe.plan(read_existing(path))
+        counts = rewrite_task_file(path, lambda d: None if d["instance_id"] in drop else d)
+        total += sum(counts.values())
+        kept += sum(counts.values()) - counts["dropped"]
+        print(f"{name}: dropped {counts['dropped']}, kept {sum(counts.values()) - counts['dropped']}", flush=True)
+    refresh_tasks()
+    print(f"kept {kept} of {total} tasks")
+    return 0

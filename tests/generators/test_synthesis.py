@@ -19,7 +19,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import frog_gym  # noqa: F401  (registers the envs)
-from frog_gym.generators import coverage_map, interop, statements
+from frog_gym.generators import coverage_map, dedupe, interop, statements
 from frog_gym.generators.statement_check import problems, symbols_of
 from frog_gym.generators.synthesis import GENERATOR, GenerateConfig, generate, read_existing
 from frog_gym.generators.validate import validate
@@ -230,7 +230,8 @@ def test_generate_end_to_end_is_seeded_and_resumable(fixture_repo, tmp_path):
     cfg = GenerateConfig(max_tasks=4, seed=7, workers=2, combined_fraction=0.25, tasks_dir=str(a))
     summary = generate(spec, cfg, progress=False)
     tasks = read_existing(a / "calcfixture.jsonl")
-    assert summary.accepted + summary.combined == len(tasks) >= 3
+    assert summary.accepted + summary.combined - summary.deduped == len(tasks) >= 3
+    assert not dedupe.violations(tasks)  # one single-bug task per line; each combined one holds a bug of its own
     lines = CALC.splitlines()
     untested = lines.index("    return x * 2 + 1") + 1
     symbols, pkgs = symbols_of(spec, repo.tree)
