@@ -1,5 +1,7 @@
 #!/usr/bin/env python
-"""Re-validate a random sample of registered tasks: the bug fails its FAIL_TO_PASS, the gold fix passes all.
+"""Re-validate a random sample of registered tasks: the bug fails its FAIL_TO_PASS, the gold fix passes all,
+under the hidden-tests contract (the starting tree lacks the FAIL_TO_PASS tests; grading's test_patch
+puts them back).
 
 Usage: python .ci/sample_tasks.py [--n 20] [--seed S] [--budget 900]
 
@@ -18,21 +20,46 @@ import sys
 import time
 
 
+def _defined(tree, test_id: str) -> bool:
+    """Whether the test function of ``test_id`` is defined in its file of ``tree`` (hidden tests are not)."""
+    import ast
+
+    from frog_gym.generators.testsource import split_test_id
+
+    file, classes, func = split_test_id(test_id)
+    try:
+        body = ast.parse((tree / file).read_text(encoding="utf-8")).body
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for c in classes:
+        body = next((n.body for n in body if isinstance(n, ast.ClassDef) and n.name == c), [])
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == func for n in body)
+
+
 def check(task_id: str, timeout: float) -> str | None:
     """None when the task holds, else what is wrong."""
     from frog_gym.generators.validate import Scratch, pristine_template
     from frog_gym.grading import run_tests
-    from frog_gym.live import task_spec
+    from frog_gym.live import is_live, task_spec
     from frog_gym.snapshot import prepare
     from frog_gym.task import load_task
-    from frog_gym.workspace import apply_patch
+    from frog_gym.workspace import apply_patch, template_for
 
     task = load_task(task_id)
     repo = prepare(task_spec(task))  # a FrogLive task runs on its own release
     with Scratch() as ws:
-        ws.sync(pristine_template(repo))
-        apply_patch(ws.path, task.bug_patch, f"the bug of {task_id}")
-        apply_patch(ws.path, task.test_patch, f"the hidden tests of {task_id}")  # as grading applies them
+        if is_live(task_id):  # release N's tree never had release N+1's tests: grading adds them
+            ws.sync(pristine_template(repo))
+            apply_patch(ws.path, task.bug_patch, f"the bug of {task_id}")
+            apply_patch(ws.path, task.test_patch, f"the hidden tests of {task_id}")
+        else:  # the starting tree as an agent gets it (hidden tests cut), then what grading adds back
+            start = template_for(repo, task.bug_patch, task_id, hidden_tests=task.test_patch)
+            ws.sync(start)
+            hidden = [t for t in task.FAIL_TO_PASS if _defined(ws.path, t)]
+            if task.test_patch and len(hidden) == len(task.FAIL_TO_PASS):
+                return f"the workspace still defines hidden FAIL_TO_PASS tests: {hidden[:3]}"
+            if start.hidden_tests:
+                apply_patch(ws.path, start.hidden_tests, f"the hidden tests of {task_id}")
         r = run_tests(repo, ws.path, task.selected_tests, timeout)  # as graded: FAIL_TO_PASS + PASS_TO_PASS
         if r.infra_failure:
             return f"bug run: {r.infra_failure}"

@@ -57,6 +57,9 @@ class FrogSWEEnv(gym.Env[str, Any]):
         grade_timeout_s: wall limit of one grading run; past it the episode is an infrastructure failure.
         backend: sandbox backend, "local" (bubblewrap) or "docker".
         render_mode: "ansi" (``render()`` returns the transcript) or "human" (prints each step).
+        visible_tests: keep the FAIL_TO_PASS tests in the workspace (by default they are hidden, as in
+            SWE-bench: the task's ``test_patch`` is applied only when grading); ``reset(options=
+            {"visible_tests": ...})`` overrides it for one episode. ``info["visible_tests"]`` says which.
     """
 
     metadata = {"render_modes": ["ansi", "human"]}
@@ -64,7 +67,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
     def __init__(self, task_id: str | None = None, task_ids: Sequence[str] | None = None, *,
                  max_steps: int | None = None, wall_time_s: float = 1800.0, limits: Limits | None = None,
                  partial_credit: bool = False, grade_timeout_s: float = 900.0, backend: str = "local",
-                 render_mode: str | None = None):
+                 render_mode: str | None = None, visible_tests: bool = False):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r} is not supported; use one of {self.metadata['render_modes']}")
         if task_id is not None and task_id not in task_index():
@@ -81,6 +84,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self.grade_timeout_s = grade_timeout_s
         self.backend = backend
         self.render_mode = render_mode
+        self.visible_tests = visible_tests
         self.action_space = UnicodeText(4096)
         self.observation_space = UnicodeText(MAX_OBS_CHARS)
         self._dir = work_dir()  # named after this process: the reaper removes it if the driver dies
@@ -90,6 +94,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self._sandbox: Sandbox | None = None
         self._repo: PreparedRepo | None = None
         self._template: Template | None = None
+        self._visible = visible_tests
         self.task: Task | None = None
         self._steps = 0
         self._started = 0.0
@@ -109,7 +114,9 @@ class FrogSWEEnv(gym.Env[str, Any]):
             task_id = pool[int(self.np_random.integers(len(pool)))]
         self.task = load_task(task_id)
         repo = _prepared(self.task)
-        self._template = template_for(repo, self.task.bug_patch, task_id)
+        self._visible = bool(options.get("visible_tests", self.visible_tests))
+        self._template = template_for(repo, self.task.bug_patch, task_id,
+                                      hidden_tests="" if self._visible or is_live(task_id) else self.task.test_patch)
         if self._sandbox is not None:
             self._sandbox.kill_all()  # no process of the last episode may race the sync below
         self._ws.sync(self._template)
@@ -216,7 +223,8 @@ class FrogSWEEnv(gym.Env[str, Any]):
         t = self.task
         assert t is not None
         return {"task_id": t.instance_id, "repo": t.repo, "statement_level": t.statement_level,
-                "features": dict(t.features), "steps": self._steps, "infra_failure": None}
+                "features": dict(t.features), "steps": self._steps, "infra_failure": None,
+                "visible_tests": self._visible or not t.test_patch}
 
     def diff(self) -> str:
         """The agent's changes so far, as a unified diff (SWE-bench's ``model_patch``)."""

@@ -349,8 +349,13 @@ _PATCHED: dict[tuple[str, str], dict[str, bytes | None]] = {}
 
 def hidden_test_changes(task: Task, template: Template) -> list[Change] | str:
     """The task's hidden tests (``test_patch``) as changes to the starting tree, written after the agent's
-    (whose edits to those files :func:`scope` has already reset), or why the patch does not apply."""
-    if not task.test_patch.strip():
+    (whose edits to those files :func:`scope` has already reset), or why the patch does not apply.
+
+    A synthetic task's template lacks them when it was built hidden (``template.hidden_tests``; visible-tests
+    templates keep them); a FrogLive task's release never had them."""
+    from frog_gym.live import is_live
+
+    if not task.test_patch.strip() or not (template.hidden_tests or is_live(task.instance_id)):
         return []
     after = _patched(template, task.test_patch, f"the test patch of {task.instance_id}")
     if isinstance(after, str):

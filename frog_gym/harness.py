@@ -93,6 +93,8 @@ class HarnessSpec:
     """Episodes per task (pass@k needs k or more)."""
     harness_version: int = HARNESS_VERSION
     """Version of the episode loop itself."""
+    visible_tests: bool = False
+    """Keep the FAIL_TO_PASS tests in the workspace (default: hidden until grading, as in SWE-bench)."""
 
     def __post_init__(self) -> None:
         unknown = [t for t in self.tools if t not in TOOLS]
@@ -167,7 +169,7 @@ class HarnessSpec:
                 "n_tasks": len(self.tasks), "max_steps": self.max_steps, "wall_time_s": self.wall_time_s,
                 "command_timeout_s": self.command_timeout_s, "backend": self.backend,
                 "prompt_version": self.prompt_version, "samples_per_task": self.samples_per_task,
-                "tools": list(self.tools)}
+                "tools": list(self.tools), "visible_tests": self.visible_tests}
 
     # -- files --------------------------------------------------------------------------------------
     def to_toml(self) -> str:
@@ -411,7 +413,8 @@ def make_env(spec: HarnessSpec) -> Any:
 
     return FrogSWEEnv(task_ids=spec.task_ids, max_steps=spec.max_steps, wall_time_s=spec.wall_time_s,
                       limits=spec.limits(), partial_credit=spec.partial_credit,
-                      grade_timeout_s=spec.grade_timeout_s, backend=spec.backend)
+                      grade_timeout_s=spec.grade_timeout_s, backend=spec.backend,
+                      visible_tests=spec.visible_tests)
 
 
 def _tool_name(action: Any) -> str | None:

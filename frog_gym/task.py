@@ -32,7 +32,8 @@ TASK_SCHEMA = {
     "version": Field(str, doc="the repository's released version"),
     "base_commit": Field(str, doc="content address of the snapshot (sdist sha256 or git commit)"),
     "patch": Field(str, doc="the gold fix: a unified diff from the buggy tree to the pristine one"),
-    "test_patch": Field(str, required=False, default="", doc="SWE-bench field; empty: tests are unchanged"),
+    "test_patch": Field(str, required=False, default="",
+                        doc="SWE-bench field: the diff that adds the hidden FAIL_TO_PASS tests back (empty: none hidden)"),
     "problem_statement": Field(str),
     "hints_text": Field(str, required=False, default=""),
     "FAIL_TO_PASS": Field(list, items=str, doc="tests the bug breaks"),
@@ -44,6 +45,8 @@ TASK_SCHEMA = {
     "provenance": Field(dict, required=False, default=dict, doc="generator, operator family, seed, sites"),
     "features": Field(dict, required=False, default=dict, doc="difficulty features"),
     "validation": Field(dict, required=False, default=dict, doc="validation runs, timings, flaky tests"),
+    "solve_rates": Field(dict, required=False, default=dict,
+                         doc="agent -> {solved, runs, fingerprint, max_steps}: measured difficulty"),
 }
 
 
@@ -68,6 +71,7 @@ class Task:
     provenance: dict[str, Any] = field(default_factory=dict, compare=False)
     features: dict[str, Any] = field(default_factory=dict, compare=False)
     validation: dict[str, Any] = field(default_factory=dict, compare=False)
+    solve_rates: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def selected_tests(self) -> tuple[str, ...]:

@@ -185,22 +185,27 @@ class Template:
 
     root: Path
     manifest: dict[str, list]
+    hidden_tests: str = ""
+    """The task's ``test_patch`` when this tree was built without it (hidden tests): grading applies it."""
 
 
-def apply_patch(tree: Path, patch: str, what: str) -> None:
-    """Apply a unified diff to a plain folder with ``git apply`` (no repository needed)."""
+def apply_patch(tree: Path, patch: str, what: str, reverse: bool = False) -> None:
+    """Apply a unified diff (``reverse``: undo it) to a plain folder with ``git apply`` (no repository needed)."""
     if not patch.strip():
         return
-    proc = subprocess.run(["git", "apply", "--whitespace=nowarn", "-p1", "-"], cwd=tree, input=patch,
+    proc = subprocess.run(["git", "apply", "--whitespace=nowarn", "-p1", *(["-R"] if reverse else []), "-"],
+                          cwd=tree, input=patch,
                           capture_output=True, text=True, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1",
                                                                "GIT_CONFIG_GLOBAL": os.devnull})
     if proc.returncode != 0:
         raise SourceError(f"{what} does not apply to {tree}: {proc.stderr.strip()[:800]}")
 
 
-def template_for(repo: PreparedRepo, bug_patch: str, label: str) -> Template:
-    """The cached starting tree of a task (the snapshot with ``bug_patch`` applied, one git commit)."""
-    key = hashlib.sha256(f"t2\0{repo.spec.source.key}\0{bug_patch}".encode()).hexdigest()[:20]
+def template_for(repo: PreparedRepo, bug_patch: str, label: str, hidden_tests: str = "") -> Template:
+    """The cached starting tree of a task (the snapshot with ``bug_patch`` applied, one git commit);
+    without the tests ``hidden_tests`` adds (the task's ``test_patch``) when it is given."""
+    key = hashlib.sha256(f"t2\0{repo.spec.source.key}\0{bug_patch}".encode()
+                         + (f"\0hidden\0{hidden_tests}".encode() if hidden_tests else b"")).hexdigest()[:20]
     base = paths.home() / "templates"
     known = _TEMPLATES.get(str(base / key))
     if known is not None:  # a finished template never changes: its manifest is read once per process
@@ -216,12 +221,13 @@ def template_for(repo: PreparedRepo, bug_patch: str, label: str) -> Template:
                     shutil.copytree(repo.tree, staged, symlinks=True,  # shipped bytecode could hold the original
                                     ignore=shutil.ignore_patterns(_MARKER, "__pycache__", "*.pyc", "*.pyo"))
                     apply_patch(staged, bug_patch, f"the bug patch of {label}")
+                    apply_patch(staged, hidden_tests, f"the test patch of {label}", reverse=True)
                     git_commit_tree(staged, f"{repo.spec.name} {repo.spec.source.version or ''}".strip())
                     os.replace(staged, root)
                 tmp_man = man.with_suffix(".tmp")
                 tmp_man.write_text(json.dumps(_manifest(root)))
                 os.replace(tmp_man, man)
-    t = Template(root, json.loads(man.read_text()))
+    t = Template(root, json.loads(man.read_text()), hidden_tests)
     _TEMPLATES[str(root)] = t
     return t
 

@@ -40,8 +40,9 @@ SWEBENCH_FIELDS = ("instance_id", "repo", "base_commit", "patch", "test_patch", 
                    "created_at", "version", "FAIL_TO_PASS", "PASS_TO_PASS", "environment_setup_commit")
 HARNESS_FIELDS = ("image", "eval_script", "log_parser", "eval_type")
 """What swebench 5.x's ``make_test_spec`` needs beside the dataset fields."""
-OUR_FIELDS = ("bug_patch", "statement_level", "provenance", "features", "validation", "frog_repo", "frog_created_at")
-_DICTS = ("provenance", "features", "validation")
+OUR_FIELDS = ("bug_patch", "statement_level", "provenance", "features", "validation", "solve_rates", "frog_repo",
+              "frog_created_at")
+_DICTS = ("provenance", "features", "validation", "solve_rates")
 LOG_PARSER = "parse_log_tap"
 """SWE-bench's parser for our logs: it keeps the whole rest of a result line as the test id, spaces and all."""
 EVAL_TYPE = "pass_and_fail"

@@ -1,33 +1,45 @@
-"""Problem statements without a language model, written from what the failing tests report.
+"""Issue-like problem statements without a language model, written from what the failing tests show.
+
+A statement reads like a user's bug report: what they ran, what they expected, what they got. It is built
+from the failing assertion or exception (:class:`Failure`) and from the failing test's source
+(:class:`~frog_gym.generators.testsource.Evidence`: the public function it calls, a reproduction when
+one can be lifted cleanly). It never names a test, never quotes the mutated line, and names only modules
+and functions that exist where it says (:mod:`frog_gym.generators.statement_check` enforces all three).
 
 Three levels, stored as the task's ``statement_level``:
 
-- ``full``: the failing test ids, the assertion message and a trimmed traceback of the first failure.
-- ``medium``: the symptom (exception type and message) and the public function involved; no test names.
-- ``vague``: one sentence reporting wrong behaviour of a public function or module.
+- ``full``: a reproduction (or the failing call), expected and actual behaviour.
+- ``medium``: the symptom in the public API's terms (which function, what goes wrong), no reproduction.
+- ``vague``: what a user would notice, naming only the package.
 
-A user may plug in their own writer (``frog-gym generate --statement-writer module:function``): it gets the
-:class:`StatementContext` as a dict and returns the text (an empty return falls back to the built-in one).
+A user may plug in their own writer (``frog-gym generate --statement-writer module:function``, or
+``openai:<model>@<base_url>`` for any OpenAI-compatible endpoint): it gets the :class:`StatementContext`
+as a dict and returns the text (an empty return falls back to the built-in one).
 
 Example:
-    >>> ctx = StatementContext("demo", "demo.core", "clamp", [Failure("tests/test_core.py::test_clamp",
-    ...     "AssertionError", "AssertionError: assert 3 == 2", "")], crash=False)
+    >>> from frog_gym.generators.testsource import Evidence
+    >>> ctx = StatementContext("demo", "demo", [Failure("tests/test_core.py::test_clamp", "AssertionError",
+    ...     "AssertionError: assert 3 == 2", "")], [Evidence("demo.core.clamp", "clamp(3, 0, 2)", "2")])
+    >>> print(write(ctx, "medium"))
+    `demo.core.clamp()` returns a wrong result: I got `3` back.
     >>> write(ctx, "vague")
-    '`clamp()` in `demo.core` gives wrong answers in some cases.'
+    'Some results I get from `demo` are wrong since the last change.'
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from frog_gym.generators.testsource import Evidence
+
 LEVELS = ("full", "medium", "vague")
 _WEIGHTS = (("full", 40), ("medium", 35), ("vague", 25))
-_FRAME = re.compile(r"^(?P<file>[^\s:][^:]*\.py):(?P<line>\d+): in (?P<func>[\w<>.]+)$")
-_TRACE_LINES = 30
+_ADDR = re.compile(r"0x[0-9a-fA-F]{6,}")
 
 
 @dataclass(frozen=True)
@@ -42,15 +54,18 @@ class Failure:
 
 @dataclass(frozen=True)
 class StatementContext:
-    """What a statement writer may use. ``module`` is dotted; ``function`` the public entry point or ''."""
+    """What a statement writer may use.
+
+    ``package`` is the top-level import name; ``evidence`` is aligned with ``failures`` (may be shorter).
+    Test ids in ``failures`` are for a writer's own use and must not appear in the text.
+    """
 
     repo: str
-    module: str
-    function: str
+    package: str
     failures: list[Failure]
+    evidence: list[Evidence] = field(default_factory=list)
     crash: bool = False
     n_bugs: int = 1
-    extra_modules: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -70,92 +85,206 @@ def level_for(key: str) -> str:
     return "vague"
 
 
-def entry_function(failures: list[Failure], test_file_pattern: Callable[[str], bool]) -> str:
-    """The first non-test frame below a failing test in the tracebacks (the public function it called)."""
-    for f in failures:
-        frames = [m for m in (_FRAME.match(line.strip()) for line in f.longrepr.splitlines()) if m]
-        for m in frames:
-            if not test_file_pattern(m.group("file")) and not m.group("func").startswith("_"):
-                return m.group("func")
-    return ""
-
-
 def _pick(options: list[str], key: str) -> str:
     return options[int(hashlib.sha256(key.encode()).hexdigest()[:6], 16) % len(options)]
 
 
-def _first_line(message: str) -> str:
-    line = message.strip().splitlines()[0] if message.strip() else ""
-    return line if len(line) <= 240 else line[:237] + "..."
+def _first_line(message: str, limit: int = 200) -> str:
+    line = message.strip().splitlines()[0].strip() if message.strip() else ""
+    line = _ADDR.sub("0x...", line)
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def _trim(longrepr: str) -> str:
-    lines = [ln.rstrip() for ln in longrepr.splitlines()]
-    if len(lines) > _TRACE_LINES:
-        lines = ["[...]"] + lines[-_TRACE_LINES:]
-    return "\n".join(lines)
+def _exception(f: Failure) -> str:
+    """``Type: message`` of a failure that is an exception other than a failed assert, else ''."""
+    line = _first_line(f.message)
+    if f.exc_type and f.exc_type != "AssertionError":
+        return line if line.startswith(f.exc_type.split(".")[-1]) else f"{f.exc_type}: {line}".rstrip(": ")
+    return ""
 
 
-def _where(ctx: StatementContext) -> str:
-    return f"`{ctx.function}()` in `{ctx.module}`" if ctx.function else f"`{ctx.module}`"
+def observed_expected(f: Failure, ev: Evidence) -> tuple[str, str]:
+    """What the call gave and what was expected, from pytest's assertion message (''s when unknown).
+
+    >>> observed_expected(Failure("t", "AssertionError", "AssertionError: assert 'a_b' == 'aB'", ""), Evidence())
+    ("'a_b'", "'aB'")
+    """
+    line = _first_line(f.message, 400)
+    m = re.match(r"^(?:AssertionError: )?assert (.+?) == (.+)$", line)
+    if m and " == " not in m.group(1) and " == " not in m.group(2):
+        got, want = (m.group(2), m.group(1)) if ev.flipped else (m.group(1), m.group(2))
+        if not (got.startswith("(") or got.startswith("<") and " at 0x" in got):
+            return got[:160], (ev.expected or want)[:160]
+    return "", ev.expected
+
+
+def _api(ev: Evidence) -> str:
+    return f"`{ev.api}()`" if ev.api else ""
+
+
+def _symptom(f: Failure, ev: Evidence) -> str:
+    """One clause: what goes wrong, in the API's terms."""
+    exc = _exception(f)
+    got, _ = observed_expected(f, ev)
+    if ev.raises and "DID NOT RAISE" in f.message:
+        return f"does not raise `{ev.raises}` any more"
+    if exc:
+        return f"raises `{exc}`"
+    if got:
+        return f"returns a wrong result: I got `{got}` back"
+    return "returns a wrong result"
 
 
 def full(ctx: StatementContext) -> str:
-    ids = [f.test for f in ctx.failures]
-    shown = ids[:10]
-    more = f"\n- ... and {len(ids) - len(shown)} more" if len(ids) > len(shown) else ""
-    first = ctx.failures[0]
-    head = "Importing the package fails, so these tests error:" if ctx.crash else "These tests fail:"
-    text = f"{head}\n" + "\n".join(f"- `{t}`" for t in shown) + more
-    if first.message:
-        text += f"\n\nThe first failure reports:\n\n    {_first_line(first.message)}"
-    if first.longrepr.strip():
-        text += f"\n\nTraceback of `{first.test}` (trimmed):\n\n```\n{_trim(first.longrepr)}\n```"
-    text += "\n\nThe tests are correct; fix the library code so that they pass."
-    return text
+    if ctx.crash:
+        return (f"Importing `{ctx.package}` fails:\n\n```\n>>> import {ctx.package}\n"
+                f"{_first_line(ctx.failures[0].message) or ctx.failures[0].exc_type}\n```\n\n"
+                f"Expected: the package imports without error.")
+    parts = []
+    for f, ev in _distinct(ctx)[: min(2, ctx.n_bugs)]:
+        exc = _exception(f)
+        got, want = observed_expected(f, ev)
+        if ev.repro:
+            text = f"Running this:\n\n```python\n{ev.repro}\n```\n\n"
+        elif ev.call:
+            named = not ev.api or ev.call.startswith(ev.api + "(")
+            text = f"Calling `{ev.call}`" + ("" if named else f" (that is, {_api(ev)})") + ":\n\n"
+        elif ev.api:
+            text = f"Using {_api(ev)}:\n\n"
+        else:
+            text = f"Using `{ctx.package}`:\n\n"
+        if ev.raises and "DID NOT RAISE" in f.message:
+            text += f"Expected: `{ev.raises}` is raised.\nActual: no exception."
+        elif exc:
+            text += "Expected: " + (f"`{want}`.\n" if want else "no exception.\n") + f"Actual: it raises `{exc}`."
+        elif got:
+            text += (f"Expected: `{want}`.\n" if want else "") + f"Actual: `{got}`."
+        else:
+            line = _first_line(f.message)
+            text += (f"Expected: `{want}`.\n" if want else "") + (
+                f"Actual: the result is wrong (`{line}`)." if line and line != f.exc_type
+                else "Actual: the result is wrong.")
+        parts.append(text)
+    title = _title(ctx)
+    more = "\n\nOther calls seem affected too." if len(_distinct(ctx)) > len(parts) else ""
+    return f"{title}\n\n" + "\n\n---\n\n".join(parts) + more
+
+
+def _distinct(ctx: StatementContext) -> list[tuple[Failure, Evidence]]:
+    """Failures paired with their evidence, one per public function (the first failure of each)."""
+    seen, out = set(), []
+    for i, f in enumerate(ctx.failures[:8]):
+        ev = ctx.evidence[i] if i < len(ctx.evidence) else Evidence()
+        key = ev.api or f"#{i}"
+        if key in seen or (not ev.api and out):
+            continue
+        seen.add(key)
+        out.append((f, ev))
+    return out or [(ctx.failures[0], Evidence())]
+
+
+def _title(ctx: StatementContext) -> str:
+    f, ev = _distinct(ctx)[0]
+    what = _api(ev) or f"`{ctx.package}`"
+    exc = _exception(f)
+    if ev.raises and "DID NOT RAISE" in f.message:
+        return f"{what} does not raise `{ev.raises}` any more"
+    return f"{what} raises `{exc.split(':')[0]}`" if exc else f"{what} returns a wrong result"
 
 
 def medium(ctx: StatementContext) -> str:
-    first = ctx.failures[0]
-    symptom = _first_line(first.message) or first.exc_type or "a wrong result"
-    key = ctx.module + ctx.function + symptom
     if ctx.crash:
-        return (f"`import {ctx.module}` fails with `{symptom}`; nothing that depends on it can be used. "
-                f"It worked before the last change to `{ctx.module}`.")
-    if first.exc_type and first.exc_type != "AssertionError":
-        opener = _pick([f"Using {_where(ctx)} now raises `{symptom}`.",
-                        f"A call into {_where(ctx)} blows up with `{symptom}`."], key)
-    else:
-        opener = _pick([f"{_where(ctx)} returns a wrong result; a check of its output fails with `{symptom}`.",
-                        f"The output of {_where(ctx)} is not what it should be: `{symptom}`."], key)
+        return f"`import {ctx.package}` raises `{ctx.failures[0].exc_type or 'an error'}`."
+    pairs = _distinct(ctx)
+    out = []
+    for f, ev in pairs[: min(2, ctx.n_bugs)]:
+        who = _api(ev) or f"Something in `{ctx.package}`"
+        out.append(f"{who} {_symptom(f, ev)}.")
+    multi = " There may be more than one defect." if ctx.n_bugs > 1 else ""
     more = " Other inputs seem affected too." if len(ctx.failures) > 3 else ""
-    multi = (f" There may be more than one defect (also look at {', '.join(f'`{m}`' for m in ctx.extra_modules)})."
-             if ctx.extra_modules else (" There may be more than one defect." if ctx.n_bugs > 1 else ""))
-    return opener + more + multi
+    return " ".join(out) + more + multi
 
 
 def vague(ctx: StatementContext) -> str:
-    key = ctx.module + ctx.function
+    pkg = f"`{ctx.package}`"
     if ctx.crash:
-        return f"`{ctx.module}` cannot be imported any more."
+        return f"{pkg} cannot be imported any more."
     if ctx.n_bugs > 1:
-        return f"Several things in `{ctx.module}` misbehave since the last change; some results are wrong."
-    if ctx.function:
-        return _pick([f"Something is wrong with {_where(ctx)}: it does not behave as documented for some inputs.",
-                      f"{_where(ctx)} gives wrong answers in some cases."], key)
-    return f"Part of `{ctx.module}` misbehaves: some results are wrong."
+        return f"Several things in {pkg} misbehave since the last change."
+    f = ctx.failures[0]
+    exc = _exception(f)
+    key = ctx.package + f.test
+    if exc:
+        kind = exc.split(":")[0]
+        return _pick([f"Code that uses {pkg} now fails with a `{kind}`.",
+                      f"After the last change, {pkg} crashes with `{kind}` on input that used to work."], key)
+    return _pick([f"Some results I get from {pkg} are wrong since the last change.",
+                  f"{pkg} no longer behaves as documented for some inputs."], key)
 
 
 _BUILTIN: dict[str, Callable[[StatementContext], str]] = {"full": full, "medium": medium, "vague": vague}
 
 
+def openai_writer(model: str, base_url: str, api_key_env: str | None = None) -> Callable[[dict], str]:
+    """A writer that asks an OpenAI-compatible chat endpoint to phrase the statement.
+
+    The model sees the built-in statement of the same level as a draft plus the evidence (never the test
+    ids, the bug or the fix) and is asked for a user's bug report. HTTP, retries and error messages are
+    the :class:`~frog_gym.agents.openai_agent.OpenAIAgent`'s.
+    """
+    from frog_gym.agents.openai_agent import OpenAIAgent, OpenAIAgentConfig
+
+    agent = OpenAIAgent(OpenAIAgentConfig(model=model, base_url=base_url, api_key_env=api_key_env,
+                                          tool_mode="text", max_tokens=600, max_retries=2))
+
+    def writer(ctx: dict) -> str:
+        level = ctx["level"]
+        draft = _BUILTIN[level](_context_of(ctx))
+        facts = {"package": ctx["package"], "level": level,
+                 "evidence": [{k: v for k, v in e.items() if v} for e in ctx["evidence"][:2]]}
+        prompt = (f"Rewrite this bug report as a GitHub issue written by a user of `{ctx['package']}`. Keep "
+                  f"every fact, add none, do not mention tests. Level '{level}': " +
+                  {"full": "keep the reproduction and expected/actual.",
+                   "medium": "name the function and the symptom, no code.",
+                   "vague": "one or two sentences, what a user notices, no function names."}[level] +
+                  f"\n\nDraft:\n{draft}\n\nFacts (JSON):\n{json.dumps(facts)}\n\nAnswer with the issue text only.")
+        body = agent._post({"model": model, "messages": [{"role": "user", "content": prompt}],
+                            "temperature": 0.0, "max_tokens": 600})
+        try:
+            return str(json.loads(body)["choices"][0]["message"]["content"] or "").strip()
+        except (ValueError, KeyError, IndexError, TypeError):
+            return ""
+
+    return writer
+
+
+def _context_of(d: dict) -> StatementContext:
+    return StatementContext(d["repo"], d["package"], [Failure(**f) for f in d["failures"]],
+                            [Evidence(**e) for e in d["evidence"]], d["crash"], d["n_bugs"])
+
+
 def load_writer(spec: str | None) -> Callable[[dict], str] | None:
-    """Import a user's statement writer named ``module:function`` (None: the built-in ones)."""
+    """A user's statement writer: ``module:function``, or ``openai:<model>@<base_url>`` (None: built-in).
+
+    >>> load_writer("openai:nomodel")
+    Traceback (most recent call last):
+    ...
+    ValueError: --statement-writer openai: needs 'openai:<model>@<base_url>', e.g. 'openai:qwen2.5-coder@http://localhost:8000/v1'; got 'openai:nomodel'
+    """
     if not spec:
         return None
+    if spec.startswith("openai:"):
+        model, at, url = spec[len("openai:"):].partition("@")
+        if not at or not model or not url.startswith(("http://", "https://")):
+            raise ValueError("--statement-writer openai: needs 'openai:<model>@<base_url>', e.g. "
+                             f"'openai:qwen2.5-coder@http://localhost:8000/v1'; got {spec!r}")
+        import os
+
+        return openai_writer(model, url, "OPENAI_API_KEY" if os.environ.get("OPENAI_API_KEY") else None)
     mod, sep, name = spec.partition(":")
     if not sep or not name:
-        raise ValueError(f"--statement-writer must look like 'module:function', got {spec!r}")
+        raise ValueError(f"--statement-writer must look like 'module:function' or 'openai:<model>@<base_url>', "
+                         f"got {spec!r}")
     return getattr(importlib.import_module(mod), name)
 
 

@@ -37,9 +37,11 @@ from typing import Any
 from filelock import FileLock
 
 from frog_gym import paths
-from frog_gym.generators import coverage_map, statements
+from frog_gym.generators import coverage_map, dedupe, statements
 from frog_gym.generators.fastrun import Runner
+from frog_gym.generators.hidden import hidden_tests_patch
 from frog_gym.generators.operators import enclosing_function, find_mutations
+from frog_gym.generators.restate import WRITER, compose, kept_failure
 from frog_gym.generators.validate import Validation, patches, validate
 from frog_gym.snapshot import PreparedRepo, prepare
 from frog_gym.spec import RepoSpec
@@ -85,6 +87,9 @@ class GenerateConfig:
     """Where the ``<repo>.jsonl`` files are (default: the registry's task folder)."""
     fork_server: bool = True
     """Run pytest through a per-worker fork server (:mod:`frog_gym.generators.fastrun`)."""
+    hide_tests: bool = True
+    """Store a ``test_patch`` per task (its FAIL_TO_PASS test functions, hidden from the workspace until
+    grading, :mod:`frog_gym.generators.hidden`); False keeps the tests visible and ``test_patch`` empty."""
 
     def __post_init__(self) -> None:
         if self.max_tasks < 0:
@@ -134,6 +139,7 @@ class Summary:
     test_runs: int = 0
     seconds: float = 0.0
     existing: int = 0
+    deduped: int = 0
 
 
 def tasks_path(spec: RepoSpec, cfg: GenerateConfig) -> Path:
@@ -353,24 +359,20 @@ def make_task(repo: PreparedRepo, cand: Candidate, v: Validation, cfg: GenerateC
     spec = repo.spec
     level = level or statements.level_for(cand.iid)
     failures = _failures(v) or [statements.Failure(t, "", "", "") for t in v.fail_to_pass]
-    fn = statements.entry_function(failures, spec.tests.is_test_file)
-    if not fn and len(cand.sites) == 1:
-        own = cand.sites[0].function.split(".")[-1]
-        fn = own if own and not own.startswith("_") and "<" not in own else ""
-    mods = list(dict.fromkeys(s.module for s in cand.sites))
-    ctx = statements.StatementContext(spec.name, mods[0], fn, failures, v.crash, len(cand.sites), mods[1:])
-    text = statements.write(ctx, level, writer)
     bug_patch, gold = patches(bug_changes_of(repo, cand.sites))
+    text = compose(spec, repo.tree, failures, v.crash, len(cand.sites), level, v.fail_to_pass, bug_patch, writer)
+    test_patch = hidden_tests_patch(repo.tree, v.fail_to_pass, spec.tests.is_test_file) if cfg.hide_tests else ""
     return Task(
         instance_id=cand.iid, repo=spec.name, version=spec.source.version or spec.source.commit[:12],
         base_commit=spec.source.key, patch=gold, problem_statement=text, FAIL_TO_PASS=tuple(v.fail_to_pass),
-        PASS_TO_PASS=tuple(v.pass_to_pass), bug_patch=bug_patch, statement_level=level,
+        PASS_TO_PASS=tuple(v.pass_to_pass), bug_patch=bug_patch, statement_level=level, test_patch=test_patch,
         provenance={"generator": GENERATOR, "seed": cfg.seed, "sites": [asdict(s) for s in cand.sites],
-                    "candidate_tests": len(cand.tests), "statement_writer": cfg.statement_writer or "builtin"},
+                    "candidate_tests": len(cand.tests), "statement_writer": cfg.statement_writer or WRITER},
         features=features_of(repo, cand.sites, v, level),
         validation={"runs": v.runs, "test_runs": v.test_runs, "seconds": round(v.seconds, 2),
                     "cpu_seconds": v.cpu_seconds,
-                    "flaky": v.flaky, "signature": v.signature, "targeted": True},
+                    "flaky": v.flaky, "signature": v.signature, "targeted": True,
+                    "failure": kept_failure(failures[0])},
     )
 
 
@@ -397,6 +399,24 @@ def write_ids_sidecar(path: Path) -> None:
     tmp = side.with_name(f".{side.name}.{os.getpid()}.tmp")
     tmp.write_text(ids_sidecar_text(path.read_bytes()), encoding="utf-8")
     os.replace(tmp, side)
+
+
+def rewrite_task_file(path: Path, fn: Callable[[dict], dict | None]) -> Counter:
+    """Rewrite every record of a task file in place through ``fn`` (None drops it), same order, under the
+    task file's lock; every rewritten record must still load. Returns counts of changed/unchanged/dropped."""
+    counts: Counter = Counter()
+    with FileLock(str(paths.home() / "locks" / f"tasks-{path.name}.lock")):
+        out = []
+        for d in read_existing(path):
+            new = fn(d)
+            counts["dropped" if new is None else "changed" if new != d else "unchanged"] += 1
+            if new is not None:
+                out.append(Task.from_dict(new, str(path)).to_json())
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text("".join(x + "\n" for x in out), encoding="utf-8")
+        os.replace(tmp, path)
+        write_ids_sidecar(path)
+    return counts
 
 
 def read_existing(path: Path) -> list[dict]:
@@ -502,7 +522,11 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
     n_combo = round(cfg.max_tasks * cfg.combined_fraction)
     have_single = [d for d in generated if len(d["provenance"]["sites"]) == 1]
     have_combo = [d for d in generated if len(d["provenance"]["sites"]) > 1]
-    want_single = max(0, cfg.max_tasks - n_combo - len(have_single))
+    # a bug of a combined task whose single-bug task was dropped (dedupe) still counts as generated, so that
+    # a resumed run does not make it again; the registry then holds fewer than max_tasks tasks
+    single_keys = {dedupe.site_key(d["provenance"]["sites"][0]) for d in have_single}
+    held_back = {dedupe.site_key(s) for d in have_combo for s in d["provenance"]["sites"]} - single_keys
+    want_single = max(0, cfg.max_tasks - n_combo - len(have_single) - len(held_back))
     want_combo = max(0, n_combo - len(have_combo))
     if want_single == 0 and want_combo == 0:
         return summary
@@ -516,10 +540,10 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
     rng = random.Random(f"{cfg.seed}:{spec.name}:{spec.source.key}")
     sites = order_sites(all_sites(repo, cmap, cfg.families), rng)
     known_ids = {d["instance_id"] for d in existing}
+    # bugs inside combined tasks count as known: dedupe may have dropped their single-bug task on purpose
     known_sites = {s["path"] + f":{s['start']}:{s['end']}:{s['replacement']}" for d in generated
-                   for s in d["provenance"]["sites"] if len(d["provenance"]["sites"]) == 1}
-    signatures = {(d["provenance"]["sites"][0]["path"], d["provenance"]["sites"][0]["lineno"],
-                   d.get("validation", {}).get("signature")) for d in have_single}
+                   for s in d["provenance"]["sites"]}
+    lines_taken = {(d["provenance"]["sites"][0]["path"], d["provenance"]["sites"][0]["lineno"]) for d in have_single}
     per_func = Counter((d["provenance"]["sites"][0]["path"], d["provenance"]["sites"][0]["function"])
                        for d in have_single)
     crashes = sum(1 for d in generated if d.get("features", {}).get("crash"))
@@ -537,7 +561,7 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
                 iid = f"{spec.name}__{s.family}-{_sha8(cfg.seed, s.key)}"
                 if iid in known_ids or s.key in known_sites or iid in rejections.seen:
                     continue
-                if per_func[(s.path, s.function)] >= cfg.per_function:
+                if per_func[(s.path, s.function)] >= cfg.per_function or (s.path, s.lineno) in lines_taken:
                     continue
                 tests = _sample_tests(covering_tests(cmap, s, repo), cmap, passing, cfg, s.key)
                 if not tests:
@@ -554,8 +578,8 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
                 fam = summary.by_family.setdefault(s.family, [0, 0])
                 fam[1] += 1
                 reason = v.reason if not v.ok else ""
-                if v.ok and (s.path, s.lineno, v.signature) in signatures:
-                    reason = "duplicate of an accepted bug (same site, same failures)"
+                if v.ok and (s.path, s.lineno) in lines_taken:
+                    reason = "duplicate: another single-bug task mutates this line"
                 elif v.ok and v.crash and crashes >= max_crash:
                     reason = "crash quota reached"
                 elif v.ok and per_func[(s.path, s.function)] >= cfg.per_function:
@@ -569,7 +593,7 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
                 task = make_task(repo, cand, v, cfg, writer)
                 append_task(out, task)
                 known_ids.add(task.instance_id)
-                signatures.add((s.path, s.lineno, v.signature))
+                lines_taken.add((s.path, s.lineno))
                 per_func[(s.path, s.function)] += 1
                 crashes += v.crash
                 singles.append(json.loads(task.to_json()))
@@ -586,6 +610,11 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
     finally:
         pool.close()
         bar.close()
+    if summary.combined:  # a combined task must hold a bug that is not itself a task
+        drop = dedupe.plan([d for d in read_existing(out) if d.get("provenance", {}).get("generator") == GENERATOR])
+        if drop:
+            rewrite_task_file(out, lambda d: None if d["instance_id"] in drop else d)
+            summary.deduped = len(drop)
     summary.seconds = time.monotonic() - start
     return summary
 
@@ -614,14 +643,16 @@ def combination_tests(repo: PreparedRepo, cmap: coverage_map.CoverageMap, passin
 def _combine(pool: _Pool, repo: PreparedRepo, cmap: coverage_map.CoverageMap, passing: set[str],
              singles: list[dict], want: int, cfg: GenerateConfig, out: Path, known_ids: set[str],
              writer: Callable[[dict], str] | None, summary: Summary, bar: Any, rejections: _Rejections) -> None:
-    """Combine 2-3 validated single bugs of one package (different functions, disjoint sites)."""
+    """Combine 2-3 validated single bugs of one top-level package (different functions, maybe different
+    files; disjoint sites)."""
     spec = repo.spec
     rng = random.Random(f"{cfg.seed}:{spec.name}:combine")
     by_pkg: dict[str, list[dict]] = {}
     for d in sorted(singles, key=lambda d: d["instance_id"]):
         if d.get("features", {}).get("crash"):
             continue
-        by_pkg.setdefault(os.path.dirname(d["provenance"]["sites"][0]["path"]), []).append(d)
+        site = d["provenance"]["sites"][0]  # one top-level package: bugs across its files and subpackages
+        by_pkg.setdefault(site.get("module", site["path"]).split(".")[0], []).append(d)
     groups = [g for _, g in sorted(by_pkg.items()) if len(g) >= 2]
     if not groups:
         return

@@ -36,7 +36,7 @@ def spec_of(**overrides: Any) -> HarnessSpec:
 def test_fingerprint_is_pinned_for_a_fixed_spec():
     # Canonical JSON of the spec, sha256: a change here silently invalidates every stored result.
     assert spec_of().fingerprint() == spec_of().fingerprint()
-    assert spec_of().fingerprint() == "13b8aee284b68b72"
+    assert spec_of().fingerprint() == "0e752a2c1bf7a9c7"  # since visible_tests (hidden tests by default)
 
 
 def test_fingerprint_survives_a_toml_round_trip_and_key_order(tmp_path):

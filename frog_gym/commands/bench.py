@@ -26,6 +26,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="run episodes on Ray env actors (extra 'ray'): alone, a Ray started on this machine; "
                         "HOST:PORT (from `ray start --head`) or 'auto' joins that cluster")
     p.add_argument("--spares", type=int, default=1, help="with --ray: warm actors kept to replace lost ones")
+    p.add_argument("--visible-tests", action="store_true", default=None,
+                   help="keep the FAIL_TO_PASS tests in the workspace (default: hidden until grading)")
     p.add_argument("--out", help="run directory (default: runs/<label>-<suite>); rerun to resume")
     p.add_argument("--label", help="the name results carry on the leaderboard (default: the agent name)")
     p.add_argument("--limit", type=int, help="run at most this many pending episodes")
@@ -38,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from frog_gym.harness import HarnessSpec
 
     overrides = {k: v for k, v in (("max_steps", args.max_steps), ("samples_per_task", args.samples),
-                                   ("backend", args.backend)) if v is not None}
+                                   ("backend", args.backend), ("visible_tests", args.visible_tests))
+                 if v is not None}
     if args.harness:
         spec = HarnessSpec.load(args.harness)
         if overrides:

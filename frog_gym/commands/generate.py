@@ -69,5 +69,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         rejected = ", ".join(f"{k}: {v}" for k, v in s.rejected.most_common())
         print(f"{spec.name}: +{s.accepted} single, +{s.combined} combined (had {s.existing}); tried {s.tried} "
-              f"in {s.seconds:.0f} s, {s.test_runs} test runs; rejected {rejected or 'none'}")
+              f"in {s.seconds:.0f} s, {s.test_runs} test runs; rejected {rejected or 'none'}"
+              + (f"; {s.deduped} single-bug tasks dropped so that each combined one holds a bug of its own"
+                 if s.deduped else ""))
     return 1 if failed else 0

@@ -19,7 +19,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import frog_gym  # noqa: F401  (registers the envs)
-from frog_gym.generators import coverage_map, interop, statements
+from frog_gym.generators import coverage_map, dedupe, interop, statements
+from frog_gym.generators.statement_check import problems, symbols_of
 from frog_gym.generators.synthesis import GENERATOR, GenerateConfig, generate, read_existing
 from frog_gym.generators.validate import validate
 from frog_gym.grading import run_tests
@@ -229,13 +230,17 @@ def test_generate_end_to_end_is_seeded_and_resumable(fixture_repo, tmp_path):
     cfg = GenerateConfig(max_tasks=4, seed=7, workers=2, combined_fraction=0.25, tasks_dir=str(a))
     summary = generate(spec, cfg, progress=False)
     tasks = read_existing(a / "calcfixture.jsonl")
-    assert summary.accepted + summary.combined == len(tasks) >= 3
+    assert summary.accepted + summary.combined - summary.deduped == len(tasks) >= 3
+    assert not dedupe.violations(tasks)  # one single-bug task per line; each combined one holds a bug of its own
     lines = CALC.splitlines()
     untested = lines.index("    return x * 2 + 1") + 1
+    symbols, pkgs = symbols_of(spec, repo.tree)
+    assert pkgs == {"calc"}
     for t in tasks:
         assert next(iter(t)) == "instance_id" and t["instance_id"].startswith("calcfixture__")
         assert t["provenance"]["generator"] == GENERATOR and t["FAIL_TO_PASS"] and t["PASS_TO_PASS"]
         assert t["statement_level"] in statements.LEVELS and t["problem_statement"]
+        assert not problems(t["problem_statement"], t["FAIL_TO_PASS"], t["bug_patch"], symbols, set(pkgs))
         assert {"family", "n_sites", "files_touched", "fail_to_pass", "statement_level", "function_lines",
                 "test_files", "direct_import"} <= set(t["features"])
         assert all(s["lineno"] != untested for s in t["provenance"]["sites"])  # only covered lines mutate
@@ -261,20 +266,6 @@ def test_generate_end_to_end_is_seeded_and_resumable(fixture_repo, tmp_path):
     apply_patch(ws.path, t["patch"], "gold")
     r = run_tests(repo, ws.path, tuple(t["FAIL_TO_PASS"] + t["PASS_TO_PASS"]), 120)
     assert all(s.ok for s in r.statuses.values())
-
-
-def test_statement_levels_and_user_writer():
-    f = [statements.Failure("tests/test_x.py::test_a", "ValueError", "ValueError: bad width 3",
-                            "tests/test_x.py:3: in test_a\n    f()\npkg/mod.py:9: in render\n    raise ValueError\n")]
-    ctx = statements.StatementContext("pkg", "pkg.mod", statements.entry_function(f, lambda p: "test" in p), f)
-    assert ctx.function == "render"
-    full, medium, vague = (statements.write(ctx, lvl) for lvl in statements.LEVELS)
-    assert "tests/test_x.py::test_a" in full and "ValueError: bad width 3" in full
-    assert "test_a" not in medium and "ValueError: bad width 3" in medium and "render" in medium
-    assert "test" not in vague and "render" in vague and vague.count(".") <= 3
-    assert statements.write(ctx, "vague", lambda c: f"custom {c['level']} {c['function']}") == "custom vague render"
-    with pytest.raises(ValueError, match="module:function"):
-        statements.load_writer("nocolon")
 
 
 def test_export_import_round_trip(tmp_path):

@@ -1,0 +1,80 @@
+"""How easy a bug is to undo without understanding it: does one ``candidate_fixes`` edit restore the code?
+
+A bug is *undone by one edit* when some candidate of :func:`~frog_gym.generators.operators.candidate_fixes`
+on the mutated lines of the buggy source gives back the pristine source (compared as ASTs, so
+formatting does not count). ``benchmarks/one_edit_undo.py`` reports the share per operator family, over
+the registered single-bug tasks and over a seeded sample of each family's mutations of the registered
+repositories' code (which is how a family with no tasks yet is measured).
+
+Example:
+    >>> pristine = "def f(x):\\n    return x < 1\\n"
+    >>> undone_by_one_edit(pristine, "def f(x):\\n    return x <= 1\\n", {2})
+    True
+    >>> undone_by_one_edit("def f(x):\\n    if x:\\n        x = 1\\n    return x\\n", "def f(x):\\n    return x\\n", {2})
+    False
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from collections import Counter
+from pathlib import Path
+
+from frog_gym.generators.operators import FAMILIES, candidate_fixes, find_mutations
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return ast.dump(ast.parse(a)) == ast.dump(ast.parse(b))
+    except SyntaxError:
+        return False
+
+
+def undone_by_one_edit(pristine: str, buggy: str, lines: set[int]) -> bool:
+    """Whether one candidate fix on ``lines`` of ``buggy`` gives back ``pristine`` (as an AST)."""
+    try:
+        candidates = candidate_fixes(buggy, lines)
+    except (SyntaxError, RecursionError, ValueError):
+        return False
+    return any(_same(m.apply(buggy), pristine) for m in candidates)
+
+
+def site_lines(start_line: int, replacement: str) -> set[int]:
+    """The lines of the buggy source a site's replacement occupies (at least its first line)."""
+    return set(range(start_line, start_line + max(1, replacement.count("\n") + (0 if replacement.endswith("\n") else 1))))
+
+
+def task_undone(tree: Path, record: dict) -> bool | None:
+    """For a single-bug task record: whether one candidate edit undoes it (None: not a single-bug task)."""
+    sites = record.get("provenance", {}).get("sites", [])
+    if len(sites) != 1:
+        return None
+    s = sites[0]
+    pristine = (tree / s["path"]).read_text(encoding="utf-8")
+    buggy = pristine[: s["start"]] + s["replacement"] + pristine[s["end"]:]
+    return undone_by_one_edit(pristine, buggy, site_lines(s["lineno"], s["replacement"]))
+
+
+def sample_shares(sources: list[str], per_family: int, seed: int = 0,
+                  families: list[str] | None = None) -> dict[str, tuple[int, int]]:
+    """``{family: (undone, sampled)}`` over a seeded sample of each family's mutations of ``sources``."""
+    rng = random.Random(seed)
+    pools: dict[str, list[tuple[int, object]]] = {f: [] for f in (families or list(FAMILIES))}
+    for i, src in enumerate(sources):
+        try:
+            muts = find_mutations(src, families=list(pools))
+        except (SyntaxError, RecursionError, ValueError):
+            continue
+        for m in muts:
+            pools[m.family].append((i, m))
+    out: dict[str, tuple[int, int]] = {}
+    for fam, pool in pools.items():
+        picked = rng.sample(pool, min(per_family, len(pool)))
+        done = Counter()
+        for i, m in picked:
+            src = sources[i]
+            buggy = m.apply(src)  # type: ignore[attr-defined]
+            done[undone_by_one_edit(src, buggy, site_lines(m.lineno, m.replacement))] += 1  # type: ignore[attr-defined]
+        out[fam] = (done[True], len(picked))
+    return out

@@ -1,0 +1,62 @@
+"""The share of bugs one candidate edit undoes: the new families stay out of its reach, old ones do not."""
+
+from __future__ import annotations
+
+import ast
+
+from frog_gym.generators.operators import find_mutations
+from frog_gym.generators.undo import sample_shares, site_lines, undone_by_one_edit
+
+from operator_corpus import SNIPPETS
+
+SOURCE = '''
+class Counter:
+    def __init__(self, start=0):
+        self.n = start
+        self.seen = []
+
+    def bump(self, by=1, *, note=None):
+        if by < 0:
+            raise ValueError("negative step")
+        if note is not None:
+            self.seen.append(note)
+            self.seen.sort()
+        self.n += by
+        return self.n
+
+    def pick(self, items, key=None, reverse=False):
+        if not items:
+            return None
+        elif len(items) == 1:
+            return items[0]
+        ordered = sorted(items, key=key, reverse=reverse)
+        self.n = len(ordered)
+        return ordered[0]
+'''
+CORPUS = {**SNIPPETS, "counter": SOURCE}
+
+NEW = ["missing_branch", "dropped_guard", "unforwarded_argument", "reordered_statements"]
+
+
+def test_new_families_are_not_undone_by_one_candidate_edit():
+    shares = sample_shares(list(CORPUS.values()), per_family=25, seed=0, families=[*NEW, "comparison_flip"])
+    for fam in NEW:
+        undone, n = shares[fam]
+        assert n >= 1, f"{fam}: only {n} mutations in the corpus"
+        assert undone == 0, f"{fam}: {undone} of {n} undone by one candidate edit"
+    undone, n = shares["comparison_flip"]
+    assert n and undone == n  # a self-inverse family: every mutation is undone
+
+
+def test_new_family_mutations_parse_and_change_behaviour_shaped_code():
+    for name, src in CORPUS.items():
+        for m in find_mutations(src, families=NEW):
+            out = m.apply(src)
+            ast.parse(out)
+            assert ast.dump(ast.parse(out)) != ast.dump(ast.parse(src)), (name, m.description)
+
+
+def test_site_lines_cover_multi_line_replacements():
+    assert site_lines(5, "x") == {5} and site_lines(5, "a\nb\n") == {5, 6} and site_lines(5, "") == {5}
+    assert not undone_by_one_edit("def f(a, key=None):\n    return sorted(a, key=key)\n",
+                                  "def f(a, key=None):\n    return sorted(a)\n", {2})
