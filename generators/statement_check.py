@@ -133,17 +133,23 @@ def symbols_of(spec, tree: Path) -> tuple[Symbols, frozenset[str]]:  # noqa: ANN
 
 
 @lru_cache(maxsize=64)
-def repo_symbols(name: str) -> tuple[Symbols, frozenset[str], Path]:
-    """``(symbols, packages, snapshot tree)`` of a registered repository (fetches its sdist on first use)."""
+def repo_symbols(name: str, version: str = "", sha256: str = "") -> tuple[Symbols, frozenset[str], Path]:
+    """``(symbols, packages, snapshot tree)`` of a registered repository, or of one of its releases
+    (``version``/``sha256``: a FrogLive task's); fetches the sdist on first use."""
+    from frog_gym.live import release_spec
     from frog_gym.snapshot import snapshot_tree
     from frog_gym.spec import load_repo
 
     spec = load_repo(name)
+    if version:
+        spec = release_spec(spec, version, sha256, None)
     tree = snapshot_tree(spec)
     return (*symbols_of(spec, tree), tree)
 
 
 def check_task(task) -> list[str]:  # noqa: ANN001 (a Task)
-    """:func:`problems` of a registered task's statement, against its repository's snapshot."""
-    symbols, pkgs, _ = repo_symbols(task.repo)
+    """:func:`problems` of a registered task's statement, against the source it runs on (a FrogLive task's
+    own release)."""
+    src = (task.provenance or {}).get("source") or {}
+    symbols, pkgs, _ = repo_symbols(task.repo, src.get("version", ""), src.get("sha256", ""))
     return problems(task.problem_statement, task.FAIL_TO_PASS, task.bug_patch, symbols, set(pkgs))
