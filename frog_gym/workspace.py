@@ -56,8 +56,9 @@ def _digest(p: Path) -> str:
     return hashlib.blake2b(p.read_bytes(), digest_size=16).hexdigest()
 
 
-def _open_dir(root_fd: int, rel: str) -> int:
-    """A new fd of the folder ``rel`` under ``root_fd``, every component opened with ``O_NOFOLLOW``.
+def _open_dir(root_fd: int, rel: str, create: bool = False) -> int:
+    """A new fd of the folder ``rel`` under ``root_fd``, every component opened with ``O_NOFOLLOW`` (and
+    made where missing, with ``create``).
 
     Raises OSError (ELOOP, ENOTDIR, ENOENT) when a component is a symlink, not a folder, or missing."""
     fd = os.dup(root_fd)
@@ -65,7 +66,13 @@ def _open_dir(root_fd: int, rel: str) -> int:
         for part in rel.split("/") if rel else ():
             if part in ("", ".", ".."):
                 raise OSError(f"refusing path component {part!r} in {rel!r}")
-            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            try:
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = nxt
     except BaseException:
@@ -418,22 +425,7 @@ def _read_at(root: _Root, rel: str, limit: int) -> bytes | None:
 def _parent_for_write(root: _Root, rel: str) -> tuple[int, str]:
     """The parent folder of ``rel`` (made where missing, never through a symlink) and the base name."""
     head, _, name = rel.rpartition("/")
-    fd = os.dup(root.fd)
-    try:
-        for part in head.split("/") if head else ():
-            if part in ("", ".", ".."):
-                raise OSError(f"refusing path component {part!r} in {rel!r}")
-            try:
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                os.mkdir(part, 0o755, dir_fd=fd)
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, name
+    return _open_dir(root.fd, head, create=True), name
 
 
 def write_changes(root: Path, changes: list[Change]) -> None:
