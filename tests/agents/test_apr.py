@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 
 import pytest
@@ -54,7 +56,8 @@ def test_options_are_checked():
 
 
 def test_apr_solves_some_tasks_and_honestly_fails_others(tmp_path):
-    spec = HarnessSpec.for_suite(",".join(SOLVABLE + UNSOLVABLE))
+    # apr localises the bug from the failing tests' tracebacks, so it needs them in the workspace
+    spec = dataclasses.replace(HarnessSpec.for_suite(",".join(SOLVABLE + UNSOLVABLE)), visible_tests=True)
     summary = bench(spec, "apr", {}, tmp_path, workers=1, progress=False)
     by_task = {r.task_id: r for r in summary.results}
     assert not any(r.infra_failure for r in by_task.values())

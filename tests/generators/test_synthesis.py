@@ -286,7 +286,7 @@ def test_export_import_round_trip(tmp_path):
     assert interop.import_tasks(tmp_path / "out.jsonl", tmp_path / "imported") == {}  # ids already there
     datasets = pytest.importorskip("datasets")
     interop.export_hf(tasks, tmp_path / "hf")
-    for loaded in (datasets.load_from_disk(str(tmp_path / "hf")), datasets.load_dataset(str(tmp_path / "hf"))):
+    for loaded in (datasets.load_from_disk(str(tmp_path / "hf")), datasets.load_dataset(str(tmp_path / "hf"), cache_dir=str(tmp_path / "hf-cache"))):
         assert sorted(loaded["train"]["instance_id"]) == sorted(t.instance_id for t in tasks)
     again = {t.instance_id: t for t in interop.read_any(tmp_path / "hf")}
     assert all(again[t.instance_id] == t and again[t.instance_id].provenance == t.provenance for t in tasks)
