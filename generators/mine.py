@@ -55,7 +55,8 @@ from frog_gym.snapshot import PreparedRepo, prepare, resolve_lock, sha256_file, 
 from frog_gym.spec import RepoSpec, load_repo, repos_dir
 from frog_gym.task import Task, ids_sidecar_text
 from frog_gym.workspace import Change, Template, Workspace, _manifest, diff_text, template_for, write_changes
-from frog_gym.generators.statements import Failure, StatementContext, write as write_statement
+from frog_gym.generators.restate import compose
+from frog_gym.generators.statements import Failure
 from frog_gym.generators.validate import Scratch
 
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -395,15 +396,6 @@ def fix_names(hunks: list[Hunk], old: dict[str, str]) -> tuple[set[str], set[str
     return idents, mods - {"__init__", ""}
 
 
-def _enclosing(h: Hunk, old: dict[str, str]) -> str:
-    """The public function or class whose body the hunk changes ('' if none)."""
-    for line in reversed((old.get(h.path) or "").splitlines()[:h.start + 1]):
-        m = re.match(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", line)
-        if m and not m.group(1).startswith("_"):
-            return m.group(1)
-    return ""
-
-
 def enclosing_names(hunks: list[Hunk], old: dict[str, str]) -> set[str]:
     """The functions and classes whose bodies the hunks change (the most specific names an entry can give)."""
     out = set()
@@ -738,13 +730,9 @@ def _build_task(pair: _Pair, spec: RepoSpec, a: Release, b: Release, iid: str, h
         statement, kind = clean_entry(entry), "changelog"
     else:
         fails = [Failure(t, without.details.get(t, {}).get("exc_type", ""), without.details.get(t, {}).get(
-            "message", ""), "") for t in f2p]
-        module = hunks[0].path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
-        for p in spec.install.import_paths:
-            if p not in (".", "") and module.startswith(p.rstrip("/") + "."):
-                module = module[len(p.rstrip("/")) + 1:]
-        statement = write_statement(StatementContext(spec.name, module, _enclosing(hunks[0], old_text), fails),
-                                    "medium")
+            "message", ""), without.details.get(t, {}).get("longrepr", "")) for t in f2p]
+        # the built-in writer, from the failing tests' source in release N+1 (the checker's rules included)
+        statement = compose(spec, pair.new.tree, fails, False, 1, "medium", f2p, diff_text(gold))
         kind = "generated"
     features = {"f2p": len(f2p), "files_touched": len({h.path for h in hunks}), "hunks": len(hunks),
                 "release_hunks": release_hunks, "minimal": minimal, "n_sites": len(hunks),

@@ -84,6 +84,7 @@ def test_a_repository_pytest_itself_imports_is_graded_cold():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # 800 grades (bug and gold, warm and cold)
 def test_warm_grades_match_cold_grades_on_200_tasks():
     """Outcome parity on at least 200 tasks of every repository (the bug and the gold fix of each)."""
     ids = [t for t in registered_task_ids() if not t.startswith("frogtoy__")]

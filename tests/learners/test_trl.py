@@ -18,7 +18,7 @@ def test_tool_env_contract():
     env = FrogSWEToolEnv("FrogSWE-Toy-v0", max_steps=3)
     try:
         prompt = env.reset(task_id=TASKS[0], prompt=[])
-        assert "<issue>" in prompt and "frogtoy.add()" in prompt
+        assert "<issue>" in prompt and "add(2, 3)" in prompt
         assert "Edited" in env.str_replace("frogtoy.py", "return a - b", "return a + b")
         assert env.get_reward() == 1.0  # not submitted: graded as it stands
         env.reset(task_id=TASKS[0])
