@@ -35,7 +35,6 @@ import secrets
 import select
 import shutil
 import signal
-import stat
 import subprocess
 import threading
 import time
@@ -49,7 +48,8 @@ from frog_gym.errors import FrogGymError
 from frog_gym.integrity import Canaries
 from frog_gym.sandbox.base import Limits
 from frog_gym.snapshot import PreparedRepo, venv_key
-from frog_gym.workspace import Change, Template, Workspace, _Root, _rmtree_at, append_file, write_changes
+from frog_gym.workspace import (Change, Template, Workspace, _Root, _rmtree_at, append_file, open_regular,
+                                parent_for_write, write_all, write_changes)
 
 MAX_SERVERS = int(os.environ.get("FROG_GYM_GRADE_SERVERS", "32"))
 """Servers kept alive per process (least recently used closed first; ``FROG_GYM_GRADE_SERVERS`` sets it): a
@@ -83,20 +83,12 @@ def _owned_modules(tree: Path, import_paths: tuple[str, ...]) -> list[str]:
 
 def _read_tail(root: Path, rel: str, limit: int = _LOG_TAIL) -> str:
     """The last ``limit`` bytes of a regular file under ``root``, never following a symlink or blocking."""
-    try:
-        with _Root(root) as r:
-            pfd, name = r.parent(rel)
-            try:
-                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=pfd)
-            finally:
-                os.close(pfd)
-    except OSError:
+    with _Root(root) as r:
+        fd = open_regular(r, rel)
+    if fd is None:
         return ""
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return ""
-        os.lseek(fd, max(0, st.st_size - limit), os.SEEK_SET)
+        os.lseek(fd, max(0, os.fstat(fd).st_size - limit), os.SEEK_SET)
         return os.read(fd, limit).decode("utf-8", "replace")
     finally:
         os.close(fd)
@@ -115,19 +107,14 @@ def _empty(folder: Path) -> None:
 def _write_in_place(root: Path, rel: str, data: bytes) -> None:
     """Rewrite a host-only file keeping its inode (a bind mount of it stays valid), or create it."""
     with _Root(root) as r:
-        head = rel.rpartition("/")[0]
-        if head:
-            os.makedirs(root / head, exist_ok=True)
-        pfd, name = r.parent(rel)
+        pfd, name = parent_for_write(r, rel)
         try:
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
                          dir_fd=pfd)
         finally:
             os.close(pfd)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
         finally:
             os.close(fd)
 

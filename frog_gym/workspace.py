@@ -396,8 +396,9 @@ def _copy_in(src: str, dir_fd: int, name: str) -> None:
         os.close(fd)
 
 
-def _read_at(root: _Root, rel: str, limit: int) -> bytes | None:
-    """A regular file's bytes through O_NOFOLLOW descriptors; None if it is anything else or over ``limit``."""
+def open_regular(root: _Root, rel: str) -> int | None:
+    """A read-only fd of the regular file ``rel`` through O_NOFOLLOW descriptors, without blocking on a FIFO;
+    None when it is missing or anything but a regular file."""
     try:
         pfd, name = root.parent(rel)
     except OSError:
@@ -408,9 +409,18 @@ def _read_at(root: _Root, rel: str, limit: int) -> bytes | None:
         return None
     finally:
         os.close(pfd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _read_at(root: _Root, rel: str, limit: int) -> bytes | None:
+    """A regular file's bytes through O_NOFOLLOW descriptors; None if it is anything else or over ``limit``."""
+    fd = open_regular(root, rel)
+    if fd is None:
+        return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         chunks, n = [], 0
         while chunk := os.read(fd, 1 << 20):
             n += len(chunk)
@@ -422,7 +432,14 @@ def _read_at(root: _Root, rel: str, limit: int) -> bytes | None:
         os.close(fd)
 
 
-def _parent_for_write(root: _Root, rel: str) -> tuple[int, str]:
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (os.write may write less than asked)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def parent_for_write(root: _Root, rel: str) -> tuple[int, str]:
     """The parent folder of ``rel`` (made where missing, never through a symlink) and the base name."""
     head, _, name = rel.rpartition("/")
     return _open_dir(root.fd, head, create=True), name
@@ -432,7 +449,7 @@ def write_changes(root: Path, changes: list[Change]) -> None:
     """Apply ``changes`` to a synced tree (grading's fresh copy), never following a symlink in it."""
     with _Root(root) as r:
         for c in changes:
-            pfd, name = _parent_for_write(r, c.path)
+            pfd, name = parent_for_write(r, c.path)
             try:
                 mode = 0o644
                 try:
@@ -449,9 +466,7 @@ def write_changes(root: Path, changes: list[Change]) -> None:
                     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
                                  dir_fd=pfd)
                     try:
-                        view = memoryview(c.new)
-                        while view:
-                            view = view[os.write(fd, view):]
+                        write_all(fd, c.new)
                     finally:
                         os.close(fd)
             finally:
