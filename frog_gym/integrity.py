@@ -130,8 +130,8 @@ def _features(source: bytes) -> Counter[tuple[str, str]]:
     except (SyntaxError, ValueError):
         return Counter()
     out: Counter[tuple[str, str]] = Counter()
-    modules = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
-               for a in n.names}
+    imports = (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    modules = {(a.asname or a.name).split(".")[0] for n in imports for a in n.names}  # `from m import sub` too
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
