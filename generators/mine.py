@@ -499,6 +499,15 @@ class _Pair:
         return r
 
 
+def _is_text(b: bytes | None) -> bool:
+    """Whether ``b`` (a file's bytes, ``None`` for an absent file) is UTF-8 text."""
+    try:
+        _text(b)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _text(b: bytes | None) -> str | None:
     if b is None:
         return None
@@ -565,11 +574,13 @@ def mine_pair(spec: RepoSpec, a: Release, b: Release, *, tasks_dir: Path | None 
         return done("skipped", "no test module added or changed")
     if not src_changed:
         return done("skipped", "no source change")
-    try:
-        old_text = {p: _text(fa[p]) for p in src_changed if p in fa}
-        new_text = {p: _text(fb[p]) for p in src_changed if p in fb}
-    except UnicodeDecodeError:
-        return done("skipped", "a changed source file is not UTF-8 text")
+    # binary data beside the code (compiled message catalogues, images) cannot be a hunk of a text patch;
+    # a fix that needs it fails its reduction and is skipped there
+    src_changed = [p for p in src_changed if all(_is_text(t.get(p)) for t in (fa, fb))]
+    if not src_changed:
+        return done("skipped", "every changed source file is binary")
+    old_text = {p: _text(fa[p]) for p in src_changed if p in fa}
+    new_text = {p: _text(fb[p]) for p in src_changed if p in fb}
     hunks = [h for p in src_changed for h in hunks_of(p, old_text.get(p), new_text.get(p))]
     if len(hunks) > MAX_HUNKS:
         return done("skipped", f"the source change has {len(hunks)} hunks (limit {MAX_HUNKS})")
@@ -929,13 +940,34 @@ def state_path(spec: RepoSpec, a: Release, b: Release, family: str = "live") -> 
     return mine_dir() / spec.name / f"{a.version}..{b.version}{suffix}.json"
 
 
-def live_releases(repo: str) -> set[str]:
+def live_releases(repo: str, family: str = "live") -> set[str]:
     """The releases N+1 whose fixes some live task of ``repo`` carries (mirror tasks never reuse them)."""
-    path = live_path(repo)
+    path = live_path(repo, family=family)
     if not path.exists():
         return set()
     return {json.loads(line)["provenance"]["to_version"] for line in path.read_text(encoding="utf-8").splitlines()
             if line.strip()}
+
+
+def mirror_releases(repo: str) -> set[str]:
+    """The releases N+1 whose fixes some mirror task of ``repo`` carries (live tasks never reuse them)."""
+    return live_releases(repo, "mirror")
+
+
+def family_pairs(spec: RepoSpec, pairs: list[tuple[Release, Release]], family: str
+                 ) -> list[tuple[Release, Release]]:
+    """The ``pairs`` that ``family`` may mine: a release pair belongs to one family only.
+
+    Mirror tasks come from pairs up to the pinned release that were never mined for live tasks and whose
+    N+1 no live task carries; live tasks skip the pairs mined for mirror tasks and the N+1 of every
+    mirror task, so that a fix is never both held out and trained on."""
+    if family == "mirror":
+        pinned = Version(spec.source.version)
+        live = {p.stem.split("..")[1] for p in (mine_dir() / spec.name).glob("*..*.json")
+                if not p.stem.endswith(".mirror")} | live_releases(spec.name)
+        return [(a, b) for a, b in pairs if Version(b.version) <= pinned and b.version not in live]
+    mirror = mirror_releases(spec.name)
+    return [(a, b) for a, b in pairs if not state_path(spec, a, b, "mirror").exists() and b.version not in mirror]
 
 
 def mine(repos: list[str], *, since: str | None = None, max_pairs: int | None = 12, runs: int = 3,
@@ -957,13 +989,8 @@ def mine(repos: list[str], *, since: str | None = None, max_pairs: int | None = 
         except OSError as e:
             log(f"{name}: skipped: the index could not be read: {e}")
             continue
-        pinned = Version(spec.source.version)
-        todo = pairs_for(spec, releases, since, None if family == "mirror" else max_pairs)
-        if family == "mirror":
-            live = {p.stem.split("..")[1] for p in (mine_dir() / name).glob("*..*.json")
-                    if not p.stem.endswith(".mirror")} | live_releases(name)
-            todo = [(a, b) for a, b in todo if Version(b.version) <= pinned and b.version not in live]
-            todo = todo[:max_pairs] if max_pairs else todo
+        todo = family_pairs(spec, pairs_for(spec, releases, since, None), family)
+        todo = todo[:max_pairs] if max_pairs else todo
         for a, b in todo:
             sp = state_path(spec, a, b, family)
             if sp.exists():

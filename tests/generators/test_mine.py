@@ -257,3 +257,20 @@ def test_a_fix_follows_its_module_into_a_package(tmp_path):
     (tmp_path / "parse" / "__init__.py").write_text("import re\n\n\ndef f(x):\n    return -x\n")
     (c,) = mine.reverse_onto(tmp_path, hs, old)
     assert c.path == "parse/__init__.py" and c.new.decode().endswith("def f(x):\n    return x\n")
+
+
+def test_a_release_pair_belongs_to_one_family(tmp_path, monkeypatch):
+    from frog_gym.spec import load_repo
+
+    monkeypatch.setenv("FROG_GYM_HOME", str(tmp_path))
+    spec = load_repo("semver")
+    rels = [mine.Release(v, f"semver-{v}.tar.gz", "", "0" * 64, f"2020-01-0{i + 1}")
+            for i, v in enumerate(["2.0.0", "2.0.1", "2.0.2", "2.0.3"])]
+    pairs = mine.pairs_for(spec, rels, None, None)
+    claimed = mine.state_path(spec, rels[1], rels[2], "mirror")
+    claimed.parent.mkdir(parents=True)
+    claimed.write_text("{}")
+    assert [b.version for _, b in mine.family_pairs(spec, pairs, "live")] == ["2.0.3", "2.0.1"]
+    mine.state_path(spec, rels[2], rels[3]).write_text("{}")
+    live_of_mirror = {b.version for _, b in mine.family_pairs(spec, pairs, "mirror")}
+    assert "2.0.3" not in live_of_mirror and {"2.0.1", "2.0.2"} <= live_of_mirror
