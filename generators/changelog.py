@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from packaging.version import Version
@@ -159,11 +160,14 @@ def enclosing_names(hunks: list[Hunk], old: dict[str, str]) -> set[str]:
     return out - _COMMON
 
 
-def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str], defs: set[str] = frozenset()
-                    ) -> tuple[str, str, float]:
+def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str], defs: set[str] = frozenset(),
+                    accept: Callable[[str], bool] | None = None) -> tuple[str, str, float]:
     """``(entry, changelog file, score)`` of the best-matching entry of ``version``'s section, or
     ``("", "", 0)`` when no entry names an identifier of the fix (or two of its modules; or, when it is the
-    release's only entry, one of them). Naming a function the fix changes (``defs``) weighs most."""
+    release's only entry, one of them). Naming a function the fix changes (``defs``) weighs most.
+
+    ``accept`` (given the entry as :func:`clean_entry` writes it) leaves out entries that cannot be the
+    statement, e.g. one naming an API that release N lacks (a feature of the same release)."""
     best = ("", "", 0.0)
     for rel in changelog_files(tree):
         try:
@@ -179,6 +183,6 @@ def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str], 
                      + 4.0 * len({d for d in defs if d in words}))
             if len(entries) == 1 and score >= 1:  # the release's only entry, and it names what the fix touches
                 score = max(score, 2.0)
-            if score > best[2]:
+            if score > best[2] and (accept is None or accept(clean_entry(entry))):
                 best = (entry, rel, score)
     return best if best[2] >= 2 else ("", "", 0.0)

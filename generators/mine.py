@@ -387,6 +387,15 @@ def _mine(pair: _Pair, spec: RepoSpec, a: Release, b: Release, res: PairResult, 
     return done("kept" if res.kept else "skipped", "" if res.kept else "no candidate survived validation")
 
 
+def statement_ok(repo: str, version: str, sha256: str, f2p: Iterable[str]) -> Callable[[str], bool]:
+    """Whether a statement passes the statement checker on release ``version`` of ``repo`` (it names no
+    test and no symbol that release lacks)."""
+    from frog_gym.generators.statement_check import problems, repo_symbols
+
+    symbols, pkgs, _ = repo_symbols(repo, version, sha256)
+    return lambda text: not problems(text, tuple(f2p), "", symbols, set(pkgs))
+
+
 def _existing_ids(path: Path) -> set[str]:
     if not path.exists():
         return set()
@@ -418,7 +427,8 @@ def _build_task(pair: _Pair, spec: RepoSpec, a: Release, b: Release, iid: str, h
     idents, mods = fix_names(hunks, old_text)
     for t in f2p:
         idents.update(w for w in re.findall(r"[A-Za-z_]\w{2,}", t.split("::")[-1].split("[")[0]) if w != "test")
-    entry, source, score = match_changelog(pair.new.tree, b.version, idents, mods, enclosing_names(hunks, old_text))
+    entry, source, score = match_changelog(pair.new.tree, b.version, idents, mods, enclosing_names(hunks, old_text),
+                                           statement_ok(spec.name, a.version, a.sha256, f2p))
     if entry:
         statement, kind = clean_entry(entry), "changelog"
     else:
@@ -506,8 +516,11 @@ def restate(path: Path) -> int:
             for test in t.FAIL_TO_PASS:
                 idents.update(w for w in re.findall(r"[A-Za-z_]\w{2,}", test.split("::")[-1].split("[")[0])
                               if w != "test")
+            src = prov.get("source") or {}
             entry, source, score = match_changelog(tree_new, prov["to_version"], idents, mods,
-                                                   enclosing_names(hunks, old))
+                                                   enclosing_names(hunks, old),
+                                                   statement_ok(t.repo, src.get("version", ""),
+                                                                src.get("sha256", ""), t.FAIL_TO_PASS))
             if entry and (prov["statement"] == "generated" or clean_entry(entry) != t.problem_statement):
                 prov.update(statement="changelog", changelog=source, changelog_score=score)
                 t = dataclasses.replace(t, problem_statement=clean_entry(entry), statement_level="full",

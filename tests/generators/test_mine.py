@@ -101,6 +101,14 @@ def test_the_entry_naming_the_fix_is_chosen_and_no_match_is_empty(tmp_path):
     entry, source, score = mine.match_changelog(tmp_path, "2.1.0", {"parse_range", "lo"}, {"ranges"})
     assert source == "CHANGES.rst" and entry.startswith("Fix :func:`parse_range`") and score >= 2
     assert mine.match_changelog(tmp_path, "2.1.0", {"unrelated_name"}, {"other"}) == ("", "", 0.0)
+    # an entry the statement checker would reject (here: one naming `Reader`, an API release N lacks) is
+    # passed over for the next entry that names the fix
+    accept = lambda text: "Reader" not in text  # noqa: E731
+    names = {"parse_range", "strict", "Reader"}
+    assert mine.match_changelog(tmp_path, "2.1.0", names, set())[0].startswith("Add the ``strict``")
+    assert mine.match_changelog(tmp_path, "2.1.0", names, set(), accept=accept)[0].startswith("Fix :func:`parse_range`")
+    assert mine.match_changelog(tmp_path, "2.1.0", {"strict"}, set(), accept=accept) == ("", "", 0.0)
+    assert mine.match_changelog(tmp_path, "2.1.0", {"strict"}, set())[0].startswith("Add the ``strict``")
 
 
 def test_fix_names_include_the_enclosing_function():
