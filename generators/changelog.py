@@ -9,7 +9,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from packaging.version import Version
@@ -120,10 +120,13 @@ def clean_entry(text: str) -> str:
 
     >>> clean_entry("Fix :func:`foo` for ``None``.\\n  :issue:`12`")
     'Fix `foo` for `None`. `12`'
+    >>> clean_entry("`Issue #81`_: GitIgnoreSpec behaviors differ from git.")
+    'GitIgnoreSpec behaviors differ from git.'
     """
     text = _ROLE.sub(lambda m: f"`{m.group(1).strip()}`", text)
     text = text.replace("``", "`")
-    text = re.sub(r"^(`?#?\d+`?[,\s]*)+:\s*", "", text)  # a leading issue reference ("`506`: ...")
+    # a leading issue reference ("`506`: ...", "`Issue #81`_: ...")
+    text = re.sub(r"^(`?((issue|pull|pr|gh)\s*)?#?\d+`?_?[,\s]*)+:\s*", "", text, flags=re.I)
     return re.sub(r"\s*\n\s*", " ", text).strip()
 
 
@@ -160,11 +163,25 @@ def enclosing_names(hunks: list[Hunk], old: dict[str, str]) -> set[str]:
     return out - _COMMON
 
 
+_ISSUE_IN_TEST = re.compile(r"(?:(?<![A-Za-z0-9])|(?<=Test))(?:[Ii]ssue|[Gg][Hh]|[Bb]ug|[Pp]r|[Pp]ull)_?(\d+)")
+
+
+def issue_refs(tests: Iterable[str]) -> set[str]:
+    """Issue numbers the tests' names carry (``test_issue_81``, ``TestGH112``, ``test_bug_7``).
+
+    >>> sorted(issue_refs(["t.py::T::test_14_issue_81_a", "t.py::TestGh112::test_x", "t.py::test_expr1"]))
+    ['112', '81']
+    """
+    return {m for t in tests for m in _ISSUE_IN_TEST.findall(t.split("::", 1)[-1])}
+
+
 def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str], defs: set[str] = frozenset(),
-                    accept: Callable[[str], bool] | None = None) -> tuple[str, str, float]:
+                    accept: Callable[[str], bool] | None = None, refs: set[str] = frozenset()
+                    ) -> tuple[str, str, float]:
     """``(entry, changelog file, score)`` of the best-matching entry of ``version``'s section, or
     ``("", "", 0)`` when no entry names an identifier of the fix (or two of its modules; or, when it is the
-    release's only entry, one of them). Naming a function the fix changes (``defs``) weighs most.
+    release's only entry, one of them). Naming a function the fix changes (``defs``) weighs much; citing
+    an issue that its tests are named after (``refs``, see :func:`issue_refs`) most.
 
     ``accept`` (given the entry as :func:`clean_entry` writes it) leaves out entries that cannot be the
     statement, e.g. one naming an API that release N lacks (a feature of the same release)."""
@@ -180,7 +197,9 @@ def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str], 
             words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", entry))
             lower = {w.lower() for w in words}
             score = (2.0 * len({i for i in idents if i in words}) + len({m for m in mods if m.lower() in lower})
-                     + 4.0 * len({d for d in defs if d in words}))
+                     + 4.0 * len({d for d in defs if d in words})
+                     + 10.0 * len({r for r in refs if re.search(rf"(#|\b(issue|pull|pr|gh)\s*#?){r}\b", entry, re.I)})
+                     )
             if len(entries) == 1 and score >= 1:  # the release's only entry, and it names what the fix touches
                 score = max(score, 2.0)
             if score > best[2] and (accept is None or accept(clean_entry(entry))):

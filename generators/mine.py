@@ -61,6 +61,7 @@ from frog_gym.generators.changelog import (
     clean_entry,
     enclosing_names,
     fix_names,
+    issue_refs,
     match_changelog,
 )
 from frog_gym.generators.hunks import Hunk, apply_hunks, hunks_of, minimize
@@ -427,8 +428,9 @@ def _build_task(pair: _Pair, spec: RepoSpec, a: Release, b: Release, iid: str, h
     idents, mods = fix_names(hunks, old_text)
     for t in f2p:
         idents.update(w for w in re.findall(r"[A-Za-z_]\w{2,}", t.split("::")[-1].split("[")[0]) if w != "test")
-    entry, source, score = match_changelog(pair.new.tree, b.version, idents, mods, enclosing_names(hunks, old_text),
-                                           statement_ok(spec.name, a.version, a.sha256, f2p))
+    entry, source, score = match_changelog(pair.new.tree, b.version, idents, mods,
+                                           enclosing_names(hunks, old_text),
+                                           statement_ok(spec.name, a.version, a.sha256, f2p), issue_refs(f2p))
     if entry:
         statement, kind = clean_entry(entry), "changelog"
     else:
@@ -520,7 +522,8 @@ def restate(path: Path) -> int:
             entry, source, score = match_changelog(tree_new, prov["to_version"], idents, mods,
                                                    enclosing_names(hunks, old),
                                                    statement_ok(t.repo, src.get("version", ""),
-                                                                src.get("sha256", ""), t.FAIL_TO_PASS))
+                                                                src.get("sha256", ""), t.FAIL_TO_PASS),
+                                                   issue_refs(t.FAIL_TO_PASS))
             if entry and (prov["statement"] == "generated" or clean_entry(entry) != t.problem_statement):
                 prov.update(statement="changelog", changelog=source, changelog_score=score)
                 t = dataclasses.replace(t, problem_statement=clean_entry(entry), statement_level="full",
@@ -667,4 +670,4 @@ def all_results(family: str = "live") -> list[PairResult]:
 
 __all__ = ["Release", "Hunk", "PairResult", "list_releases", "fetch_release", "mine", "mine_pair", "minimize",
            "report", "hunks_of", "apply_hunks", "changelog_section", "changelog_entries", "clean_entry",
-           "fix_names", "match_changelog", "reverse_onto", "mirror_task", "MIRROR_MARK"]
+           "fix_names", "issue_refs", "match_changelog", "reverse_onto", "mirror_task", "MIRROR_MARK"]

@@ -282,3 +282,14 @@ def test_a_release_pair_belongs_to_one_family(tmp_path, monkeypatch):
     mine.state_path(spec, rels[2], rels[3]).write_text("{}")
     live_of_mirror = {b.version for _, b in mine.family_pairs(spec, pairs, "mirror")}
     assert "2.0.3" not in live_of_mirror and {"2.0.1", "2.0.2"} <= live_of_mirror
+
+
+def test_an_entry_citing_the_issue_a_failing_test_is_named_after_wins(tmp_path):
+    (tmp_path / "CHANGES.rst").write_text("0.12.0\n------\n\n- Changed the signature of ``_match_file(patterns, file)``.\n"
+                                          "- `Issue #81`_: GitIgnoreSpec behaviors differ from git.\n")
+    tests = ["tests/test_02_gitwildmatch.py::GitWildMatchTest::test_14_issue_81_a"]
+    assert mine.issue_refs(tests) == {"81"}
+    idents = {"patterns", "file"}
+    assert "_match_file" in mine.match_changelog(tmp_path, "0.12.0", idents, set())[0]
+    entry, _, _ = mine.match_changelog(tmp_path, "0.12.0", idents, set(), refs=mine.issue_refs(tests))
+    assert entry == "`Issue #81`_: GitIgnoreSpec behaviors differ from git."
