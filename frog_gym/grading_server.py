@@ -23,6 +23,13 @@ guarantees too:
 - **Host I/O** into the tree through :mod:`frog_gym.workspace`'s ``O_NOFOLLOW`` helpers, after every
   sandbox process but the parent is dead.
 
+What it saves beyond the start-up: the parent keeps pytest's rewritten code of the test files and the
+compiled code of the package's modules, each with the exact bytes it came from, and a child uses it only
+for a file whose bytes are unchanged (``frog_server.py`` says how; the canaries' file is its cached code
+followed by the canaries' own); the report plugin makes only the test items the selected ids name
+(``"only"`` in ``$FROG_SELECT``, on the cold path too); a child ends with ``os._exit`` after its ``atexit``
+handlers, without tearing every object down.
+
 Disable it with ``FROG_GYM_GRADE_SERVER=0`` (every grade is then cold).
 """
 
@@ -79,6 +86,19 @@ def _owned_modules(tree: Path, import_paths: tuple[str, ...]) -> list[str]:
             elif e.suffix in (".py", ".so", ".pyd") or e.name.endswith(".pth"):
                 out.add(e.name.split(".")[0])
     return sorted(out)
+
+
+def _test_modules(files: list[str], template: Template) -> list[str]:
+    """The test files pytest will import for a run of ``files``: each ``conftest.py`` above them, then them."""
+    out: dict[str, None] = {}
+    for f in files:
+        parts = f.split("/")[:-1]
+        for i in range(len(parts) + 1):
+            c = "/".join([*parts[:i], "conftest.py"])
+            if c in template.manifest:
+                out[c] = None
+    out.update(dict.fromkeys(f for f in files if f.endswith(".py")))
+    return list(out)
 
 
 def _read_tail(root: Path, rel: str, limit: int = _LOG_TAIL) -> str:
@@ -158,12 +178,27 @@ class GradingServer:
     def _protected(self, rel: str) -> bool:
         return any(rel == p or rel.startswith(p.rstrip("/") + "/") for p in self.protect)
 
+    def _package_modules(self, template: Template) -> list[str]:
+        """The package's Python files in ``template``: the modules its import paths give the owned names."""
+        out = []
+        for rel, w in template.manifest.items():
+            if w[0] != "f" or not rel.endswith(".py") or self._protected(rel):
+                continue
+            for p in self.repo.spec.install.import_paths:
+                p = p.strip("/")
+                sub = rel if p in ("", ".") else rel[len(p) + 1:] if rel.startswith(p + "/") else None
+                if sub is not None and sub.split("/")[0].removesuffix(".py") in self._owned:
+                    out.append(rel)
+                    break
+        return out
+
     # -- starting -----------------------------------------------------------------------------------
     def _start(self, template: Template, timeout: float) -> None:
         from frog_gym.sandbox.local import LocalSandbox, bwrap_path
 
         bwrap_path()
         owned = _owned_modules(template.root, self.repo.spec.install.import_paths)
+        self._owned = set(owned)
         preload = preload_list(self.repo, template, owned)
         for _ in range(4):
             (self.io_in / "server.json").write_text(json.dumps({"owned": owned, "preload": preload}))
@@ -219,7 +254,7 @@ class GradingServer:
         Returns :class:`frog_gym.grading.RunResult`, or raises :class:`Unavailable` when this server can't
         vouch for the run (it died, hung, left a process it could not kill, or lost a mount): the caller
         closes it and grades cold."""
-        from frog_gym.grading import RunResult, TestStatus, read_report, test_files_of
+        from frog_gym.grading import GRADING_PYTEST_ARGS, RunResult, TestStatus, grading_selection, read_report, test_files_of
 
         start = time.monotonic()
         if not self.alive():
@@ -243,7 +278,7 @@ class GradingServer:
             append_file(self.ws.path, canaries.file, canaries.source.encode())
         _empty(self.out)
         sel = self.io_in / "select.json"
-        sel.write_text(json.dumps({"ids": list(ids), "canaries": canaries.ids()}))
+        sel.write_text(json.dumps(grading_selection(ids, canaries)))
         fifo = self.io_in / "key"
         fifo.unlink(missing_ok=True)
         os.mkfifo(fifo, 0o644)
@@ -254,10 +289,14 @@ class GradingServer:
             files = test_files_of(ids)
             if canaries.file not in files:
                 files.append(canaries.file)
-            args = [*self.repo.spec.pytest_args, "-q", "-p", "frog_report", *files]
+            args = [*self.repo.spec.pytest_args, "-q", "-p", "frog_report", *GRADING_PYTEST_ARGS, *files]
             env = {"FROG_REPORT": "/frog/out/report.json", "FROG_SELECT": "/frog/in/select.json",
                    "FROG_KEY_FIFO": "/frog/in/key"}
-            req = {"args": args, "env": env, "timeout": timeout, "protect": [f"/testbed/{p}" for p in self.protect]}
+            req = {"args": args, "env": env, "timeout": timeout, "protect": [f"/testbed/{p}" for p in self.protect],
+                   "rewrite": ["/frog/plugin/frog_report.py",
+                               *(f"/testbed/{p}" for p in _test_modules(files, template) if p != canaries.file)],
+                   "canaries": {"file": f"/testbed/{canaries.file}", "source": canaries.source},
+                   "compile": [f"/testbed/{p}" for p in self._package_modules(template)]}
             assert self.proc is not None and self.proc.stdin is not None
             try:
                 self.proc.stdin.write((json.dumps(req) + "\n").encode())
