@@ -166,6 +166,9 @@ class GradingServer:
         self._cgroup = None
         self.cpu_seconds = 0.0
         """CPU seconds its processes spent grading (each child, and the parent's own work between grades)."""
+        self.code_made = 0
+        """How many test or package modules the parent rewrote or compiled for the last grade (the others'
+        code came from its caches)."""
         self._parent_cpu = 0.0
         self._plugin_ctx = resources.as_file(resources.files("frog_gym").joinpath("_plugin"))
         self._plugin = Path(self._plugin_ctx.__enter__())
@@ -262,7 +265,9 @@ class GradingServer:
         if tuple(p for p in self.repo.spec.tests.paths if p in template.manifest) != self.protect:
             raise Unavailable("this task's test paths differ from the server's mounts")
         self.ws.sync(template)
-        write_changes(self.ws.path, kept)
+        # A protected path's changes (the hidden tests) go to the read-only copy only: replacing a test file in
+        # the tree would unmount the copy bound over it.
+        write_changes(self.ws.path, [c for c in kept if not self._protected(c.path)])
         self._sync_view(template)
         ours = {c.path: c for c in kept if self._protected(c.path)}  # the hidden tests (scope dropped the agent's)
         for rel, c in ours.items():
@@ -311,6 +316,7 @@ class GradingServer:
         if not reply.get("clean"):
             raise Unavailable("a process of the graded code could not be killed")
         seconds = time.monotonic() - start
+        self.code_made = int(reply.get("made", 0))
         parent = float(reply.get("parent_cpu", 0.0))
         self.cpu_seconds += float(reply.get("cpu", 0.0)) + parent - self._parent_cpu
         self._parent_cpu = parent

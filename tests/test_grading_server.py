@@ -195,3 +195,45 @@ def test_the_tests_stay_read_only_in_a_warm_grade():
     assert all(r.statuses[t] is TestStatus.FAILED for t in task.FAIL_TO_PASS)
     assert "assert True or" not in (server.view / "test_inflection.py").read_text()
     assert "assert True or" not in (server.ws.path / "test_inflection.py").read_text()
+
+
+def test_the_code_caches_serve_only_unchanged_bytes():
+    """The parent rewrites or compiles each version of a file once: a second grade makes nothing, and a test file
+    that changed (as hidden tests change one) is made anew, so no grade runs stale code; the canaries, appended
+    after the cached file, fail where they lie in it."""
+    task, repo, template = _setup(FLAT)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    fix = gold(repo, task, template)
+    p2p = next(t for t in task.PASS_TO_PASS if "[" not in t)
+    file, name = p2p.split("::")
+    with server.lock:
+        server.run(template, fix, task.selected_tests, _canaries(task), 120)
+        canaries = _canaries(task, 1)
+        again = server.run(template, fix, task.selected_tests, canaries, 120)
+        assert server.code_made == 0
+        flipped = server.run(template, fix + [_append(template, file, f"\n\ndef {name}():\n    assert False\n")],
+                             task.selected_tests, _canaries(task, 2), 120)
+        assert server.code_made == 1
+        back = server.run(template, fix, task.selected_tests, _canaries(task, 3), 120)
+    assert again.tampering == [] and all(again.statuses[t].ok for t in task.selected_tests), again.note
+    assert flipped.tampering == [] and flipped.statuses[p2p] is TestStatus.FAILED
+    assert all(flipped.statuses[t].ok for t in task.selected_tests if t != p2p)
+    assert all(back.statuses[t].ok for t in task.selected_tests)
+    lines = ((template.root / canaries.file).read_bytes() + canaries.source.encode()).decode().splitlines()
+    raise_at = lines.index(f"def {canaries.must_fail[1]}():") + 2
+    assert f'"/testbed/{canaries.file}", line {raise_at}, in {canaries.must_fail[1]}' in again.output
+
+
+def test_a_warm_child_still_runs_the_atexit_handlers_of_the_code_under_test():
+    task, repo, template = _setup(FLAT)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    hook = _append(template, "inflection/__init__.py", """
+        import atexit as _a
+        _a.register(lambda: open("/testbed/at-exit.txt", "w").write("ran"))
+    """)
+    with server.lock:
+        r = server.run(template, [hook], task.selected_tests, _canaries(task), 120)
+        assert (server.ws.path / "at-exit.txt").read_text() == "ran"
+    assert r.tampering == [] and r.exit_code == 1

@@ -201,35 +201,39 @@ def _source(path, roots):
 
 
 def _remember(cache, path, source, make):
-    """Keep ``make(source, path)`` in ``cache`` (path -> (source bytes, code)) unless it holds these bytes."""
+    """Keep ``make(source, path)`` in ``cache`` (path -> (source bytes, code)) unless it holds these bytes;
+    returns 1 when it made code, else 0."""
     if path in cache and cache[path][0] == source:
-        return
+        return 0
     try:
         code = make(source, path)
     except Exception:  # noqa: BLE001 (a file that doesn't compile here is left to the child, as cold)
-        return
+        return 0
     cache.pop(path, None)
     cache[path] = (source, code)
     while sum(len(v[0]) for v in cache.values()) > _CODE_CAP and len(cache) > 1:
         del cache[next(iter(cache))]
+    return 1
 
 
 def _code_ahead(req):
-    """Fill the caches for a request (see the module docstring); nothing is executed."""
-    tests = [*req["protect"], PLUGIN]
+    """Fill the caches for a request (see the module docstring); nothing is executed. Returns how many
+    code objects it made (the others were cached)."""
+    tests, made = [*req["protect"], PLUGIN], 0
     for path in req.get("rewrite", ()):
         source = _source(path, tests)
         if source is not None:
-            _remember(_REWRITTEN, path, source, _rewritten)
+            made += _remember(_REWRITTEN, path, source, _rewritten)
     for path in req.get("compile", ()):
         source = _source(path, [TESTBED])
         if source is not None:
-            _remember(_COMPILED, path, source, _compiled)
+            made += _remember(_COMPILED, path, source, _compiled)
     c = req.get("canaries")
     if c:  # the canaries' file without them: what other grades run
         source, tail = _source(c["file"], tests), c["source"].encode()
         if source is not None and tail and source.endswith(tail):
-            _remember(_REWRITTEN, c["file"], source[:-len(tail)], _rewritten)
+            made += _remember(_REWRITTEN, c["file"], source[:-len(tail)], _rewritten)
+    return made
 
 
 def _rewritten(source, path):
@@ -317,6 +321,16 @@ def _use_code(canaries):
     machinery.SourceFileLoader.source_to_code = source_to_code
 
 
+def _as_if_imported_here():
+    """Redo what a preloaded module derived from the working directory when the parent (at ``/``) imported it:
+    hypothesis's default storage folder (``.hypothesis`` in the working directory, where a cold run keeps it)."""
+    conf = sys.modules.get("hypothesis.configuration")
+    if conf is not None and "__hypothesis_home_directory_default" in vars(conf):
+        from pathlib import Path
+
+        vars(conf)["__hypothesis_home_directory_default"] = Path(TESTBED) / ".hypothesis"
+
+
 def _child(req, pytest, canaries):
     """Become ``python -m pytest <args>`` run in /testbed, and run it (never returns)."""
     os.setsid()
@@ -333,6 +347,7 @@ def _child(req, pytest, canaries):
     os.environ.update(_ENV)
     os.environ.update(req["env"])
     os.chdir(TESTBED)
+    _as_if_imported_here()
     sys.path[:] = [TESTBED, *_PATH[1:]]
     sys.path_importer_cache.clear()
     importlib.invalidate_caches()
@@ -397,7 +412,7 @@ def main():
             _say({"error": "a protected test path is no longer a read-only mount"})
             return
         start = time.monotonic()
-        _code_ahead(req)
+        made = _code_ahead(req)
         try:
             canaries = _canary_code(req)
         except Exception:  # noqa: BLE001 (the child rewrites the whole file instead, as cold)
@@ -434,7 +449,7 @@ def main():
             code = os.waitstatus_to_exitcode(status)
         _wipe()
         own = os.times()
-        _say({"exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
+        _say({"made": made, "exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
               "seconds": time.monotonic() - start})
 
 
