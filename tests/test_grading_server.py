@@ -53,8 +53,10 @@ def _append(template, rel, code) -> Change:
 
 
 def _parity(task_ids):
-    """Grade the bug and the gold fix of each task cold and warm; return the mismatches."""
+    """Grade the bug and the gold fix of each task cold and warm; return the mismatches, and every bug that
+    grades as resolved (its tests would reward doing nothing). Prints how many gold fixes did not resolve."""
     bad = []
+    unresolved_gold = []
     scratch = Workspace(paths.home() / "work" / f"parity-{random.randrange(1 << 30):08x}")
     try:
         for tid in task_ids:
@@ -65,8 +67,14 @@ def _parity(task_ids):
                 if (cold.resolved, cold.tests, cold.tampering) != (warm.resolved, warm.tests, warm.tampering):
                     bad.append((tid, label, cold.resolved.value, warm.resolved.value,
                                 {t: (s, warm.tests.get(t)) for t, s in cold.tests.items() if warm.tests.get(t) != s}))
+                if label == "bug" and (cold.is_resolved or warm.is_resolved):
+                    bad.append((tid, "the bug grades as resolved"))
+                if label == "gold" and not cold.is_resolved:
+                    unresolved_gold.append(tid)
     finally:
         scratch.remove()
+    print(f"parity: {len(task_ids)} tasks, {4 * len(task_ids)} grades, {len(bad)} mismatches; gold fixes that did not "
+          f"resolve (both paths agreeing): {len(unresolved_gold)} {unresolved_gold[:10]}")
     return bad
 
 
