@@ -18,11 +18,13 @@ average is printed at the start and the end. Run:
 
     python benchmarks/env_latency.py [--task ID ...] [--n 3] [--resets 20]
 
-Measured (2026-12-03, 2 shared cores, load average 10-20, ``--n 1``): warm grade / cold bare pytest,
-median over 12 tasks of 10 repositories: wall 0.51x, CPU 0.69x (target 0.5x: at the edge); warm grade
-wall / pytest's reported time 1.98x (target 1.5x: not met); the cold grade of before was 1.02x the bare
-pytest. Resets (``--resets 10``): same task 3.25x its floor, 6.5x with the first step (the shell restart);
-switching repository 0.06x of `cp -a` + `rm -rf`, 1.54x with the first step (a new sandbox).
+Measured (2026-12-03, 2 shared cores). Before the grading server's code caches and selected-only collection
+(load 10-20, ``--n 1``, 12 tasks): warm grade / cold bare pytest wall 0.51x, CPU 0.69x; / pytest's reported
+time 1.98x. After (load 7.8-9.2, ``--n 1 --resets 10``, 13 tasks of 11 repositories): wall 0.31x, CPU 0.29x
+(target 0.5x: met); / pytest's reported time 1.12x (target 1.5x: met); the cold grade is 1.18x the bare
+pytest. Resets: same task 14.9x its floor of 2.0 ms (30 ms: a walk of the whole tree, .git included, to find
+what changed, and the kill of the used shell; target 2x: not met), cross-repository 0.03x of `cp -a` +
+`rm -rf` (a workspace kept per repository). The same run at load 11-13 with ``--n 3``: 0.30x, 0.33x, 1.17x.
 """
 
 from __future__ import annotations
