@@ -13,9 +13,14 @@ The agent is the oracle (the gold patch through str_replace) plus a comment uniq
 of a file the fix touches, so that every episode is really graded: identical final diffs would otherwise
 reuse a cached grade (a unique file outside the package's source would be discarded before the cache key).
 
-Measured (2026-12-03, 2 shared cores, load average 6-16, one round): cold 2,070 episodes per CPU-hour,
-warm 3,760 (1.82x; target 2x, not met); per wall-hour 455 -> 1,421 (3.12x). Each of the ten servers
-starts once and serves five grades here; a pool revisited over more epochs spreads that start further.
+Measured (2026-12-03, 2 shared cores, one round each): before the code caches, cold 2,070 episodes per
+CPU-hour, warm 3,760 (1.82x, load 6-16). With the grading server's code caches and selected-only collection
+(load 13-16): cold 2,453, warm 4,615 (1.88x); adding a workspace per repository to the env (load 12-13):
+cold 2,828, warm 5,555 (1.96x; target 2x: just short); per wall-hour 658 -> 1,118. The warm side's CPU is
+then about 0.6 s per episode: the graded pytest runs (0.5 s), ten server starts, the host's static check of
+each changed file (an AST walk of large modules), and iniconfig's five grades, which stay cold (pytest
+itself imports iniconfig, so no clean parent can exist). Each of the ten servers starts once and serves five
+grades here; a pool revisited over more epochs spreads that start further.
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --side warm --suite FILE   # one side, as the rotation runs it

@@ -19,8 +19,10 @@ Example:
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +44,8 @@ from frog_gym.workspace import Template, Workspace, diff_text, template_for
 MAX_ACTION_CHARS = 10_000_000
 MAX_OBS_CHARS = 1_000_000
 DEFAULT_MAX_STEPS = 100
+MAX_WORKSPACES = int(os.environ.get("FROG_GYM_WORKSPACES", "12"))
+"""Workspaces an env keeps, one per repository venv (``FROG_GYM_WORKSPACES`` sets it; see ``_use_workspace``)."""
 
 
 class FrogSWEEnv(gym.Env[str, Any]):
@@ -89,6 +93,10 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self.observation_space = UnicodeText(MAX_OBS_CHARS)
         self._dir = work_dir()  # named after this process: the reaper removes it if the driver dies
         self._ws = Workspace(self._dir / "ws")
+        self._workspaces: OrderedDict[str, Workspace] = OrderedDict()
+        """One workspace per repository venv (least recently used dropped past :data:`MAX_WORKSPACES`): a
+        mixed pool switches repository at almost every reset, and a workspace kept from the repository's last
+        episode differs from the new template in a few files, where another repository's differs in all."""
         self._scratch = Workspace(self._dir / "grade")
         self._tools = FileTools(self._ws.path)
         self._sandbox: Sandbox | None = None
@@ -119,6 +127,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
                                       hidden_tests="" if self._visible or is_live(task_id) else self.task.test_patch)
         if self._sandbox is not None:
             self._sandbox.kill_all()  # no process of the last episode may race the sync below
+        self._use_workspace(str(repo.venv))
         self._ws.sync(self._template)
         self._tools.reset()
         if self._sandbox is None or self._repo is None or self._repo.venv != repo.venv:
@@ -191,10 +200,26 @@ class FrogSWEEnv(gym.Env[str, Any]):
             self._sandbox.close()
             self._sandbox = None
         shutil.rmtree(self._dir, ignore_errors=True)
-        self._ws.template = self._scratch.template = None
+        for ws in (self._ws, self._scratch, *self._workspaces.values()):
+            ws.template = None
         self._done = True
 
     # -- helpers ------------------------------------------------------------------------------------
+    def _use_workspace(self, key: str) -> None:
+        """Switch to the workspace kept for ``key`` (a repository venv), closing the sandbox bound to another."""
+        ws = self._workspaces.get(key)
+        if ws is None:
+            ws = self._ws if not self._workspaces else Workspace(self._dir / f"ws-{len(self._workspaces)}-{key[-16:]}")
+            self._workspaces[key] = ws
+            while len(self._workspaces) > MAX_WORKSPACES:
+                self._workspaces.popitem(last=False)[1].remove()
+        self._workspaces.move_to_end(key)
+        if ws is not self._ws:
+            if self._sandbox is not None:
+                self._sandbox.close()
+                self._sandbox = None
+            self._ws, self._tools = ws, FileTools(ws.path)
+
     def _bash(self, command: str) -> tuple[str, bool]:
         assert self._sandbox is not None
         r = self._sandbox.run(command)

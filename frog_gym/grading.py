@@ -134,6 +134,19 @@ def judge(task: Task, statuses: dict[str, TestStatus]) -> tuple[ResolvedStatus, 
     return ResolvedStatus.NO, f2p, p2p
 
 
+GRADING_PYTEST_ARGS = ("--tb=native",)
+"""pytest arguments a graded run adds after the spec's, on both paths. Failures are printed as Python prints
+them: pytest's own traceback style parses the whole test file again for every failure, and every graded run
+has two (the must-fail canaries, in the largest file); the statuses don't depend on it."""
+
+
+def grading_selection(ids: tuple[str, ...], canaries: Canaries,
+                      guard: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """The report plugin's ``$FROG_SELECT`` for a graded run: the ids, the canaries, collecting only them, and
+    the test files it guards from the code under test (:func:`guard_for`)."""
+    return {"ids": list(ids), "canaries": canaries.ids(), "only": True, **({"guard": guard} if guard else {})}
+
+
 def test_files_of(ids: tuple[str, ...]) -> list[str]:
     """The test files that hold the given pytest node ids, in first-seen order."""
     return list(dict.fromkeys(t.split("::", 1)[0] for t in ids))
@@ -203,9 +216,7 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
         if repeat > 1:
             run_env["FROG_REPEAT"] = str(repeat)
         if ids is not None:
-            chosen: Any = list(ids) if canaries is None else {"ids": list(ids), "canaries": canaries.ids()}
-            if guard is not None:
-                chosen = {"ids": list(ids), **({} if canaries is None else {"canaries": canaries.ids()}), "guard": guard}
+            chosen: Any = list(ids) if canaries is None else grading_selection(ids, canaries, guard)
             (io / "in" / "select.json").write_text(json.dumps(chosen))
             run_env["FROG_SELECT"] = "/frog/in/select.json"
         key_fd = -1
@@ -453,7 +464,8 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         write_changes(scratch.path, kept)
         append_file(scratch.path, target, canaries.source.encode())
         r = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend, canaries=canaries,
-                      authenticate=True, protect=repo.spec.tests.paths, guard=guard_for(repo, task, canaries))
+                      authenticate=True, protect=repo.spec.tests.paths, args=GRADING_PYTEST_ARGS,
+                      guard=guard_for(repo, task, canaries))
     log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, r)
     if r.infra_failure:
         return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,

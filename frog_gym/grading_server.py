@@ -23,6 +23,13 @@ guarantees too:
 - **Host I/O** into the tree through :mod:`frog_gym.workspace`'s ``O_NOFOLLOW`` helpers, after every
   sandbox process but the parent is dead.
 
+What it saves beyond the start-up: the parent keeps pytest's rewritten code of the test files and the
+compiled code of the package's modules, each with the exact bytes it came from, and a child uses it only
+for a file whose bytes are unchanged (``frog_server.py`` says how; the canaries' file is its cached code
+followed by the canaries' own); the report plugin makes only the test items the selected ids name
+(``"only"`` in ``$FROG_SELECT``, on the cold path too); a child ends with ``os._exit`` after its ``atexit``
+handlers, without tearing every object down.
+
 Disable it with ``FROG_GYM_GRADE_SERVER=0`` (every grade is then cold).
 """
 
@@ -79,6 +86,19 @@ def _owned_modules(tree: Path, import_paths: tuple[str, ...]) -> list[str]:
             elif e.suffix in (".py", ".so", ".pyd") or e.name.endswith(".pth"):
                 out.add(e.name.split(".")[0])
     return sorted(out)
+
+
+def _test_modules(files: list[str], template: Template) -> list[str]:
+    """The test files pytest will import for a run of ``files``: each ``conftest.py`` above them, then them."""
+    out: dict[str, None] = {}
+    for f in files:
+        parts = f.split("/")[:-1]
+        for i in range(len(parts) + 1):
+            c = "/".join([*parts[:i], "conftest.py"])
+            if c in template.manifest:
+                out[c] = None
+    out.update(dict.fromkeys(f for f in files if f.endswith(".py")))
+    return list(out)
 
 
 def _read_tail(root: Path, rel: str, limit: int = _LOG_TAIL) -> str:
@@ -146,6 +166,9 @@ class GradingServer:
         self._cgroup = None
         self.cpu_seconds = 0.0
         """CPU seconds its processes spent grading (each child, and the parent's own work between grades)."""
+        self.code_made = 0
+        """How many test or package modules the parent rewrote or compiled for the last grade (the others'
+        code came from its caches)."""
         self._parent_cpu = 0.0
         self._plugin_ctx = resources.as_file(resources.files("frog_gym").joinpath("_plugin"))
         self._plugin = Path(self._plugin_ctx.__enter__())
@@ -158,12 +181,27 @@ class GradingServer:
     def _protected(self, rel: str) -> bool:
         return any(rel == p or rel.startswith(p.rstrip("/") + "/") for p in self.protect)
 
+    def _package_modules(self, template: Template) -> list[str]:
+        """The package's Python files in ``template``: the modules its import paths give the owned names."""
+        out = []
+        for rel, w in template.manifest.items():
+            if w[0] != "f" or not rel.endswith(".py") or self._protected(rel):
+                continue
+            for p in self.repo.spec.install.import_paths:
+                p = p.strip("/")
+                sub = rel if p in ("", ".") else rel[len(p) + 1:] if rel.startswith(p + "/") else None
+                if sub is not None and sub.split("/")[0].removesuffix(".py") in self._owned:
+                    out.append(rel)
+                    break
+        return out
+
     # -- starting -----------------------------------------------------------------------------------
     def _start(self, template: Template, timeout: float) -> None:
         from frog_gym.sandbox.local import LocalSandbox, bwrap_path
 
         bwrap_path()
         owned = _owned_modules(template.root, self.repo.spec.install.import_paths)
+        self._owned = set(owned)
         preload = preload_list(self.repo, template, owned)
         for _ in range(4):
             (self.io_in / "server.json").write_text(json.dumps({"owned": owned, "preload": preload}))
@@ -220,7 +258,7 @@ class GradingServer:
         Returns :class:`frog_gym.grading.RunResult`, or raises :class:`Unavailable` when this server can't
         vouch for the run (it died, hung, left a process it could not kill, or lost a mount): the caller
         closes it and grades cold."""
-        from frog_gym.grading import RunResult, TestStatus, read_report, test_files_of
+        from frog_gym.grading import GRADING_PYTEST_ARGS, RunResult, TestStatus, grading_selection, read_report, test_files_of
 
         start = time.monotonic()
         if not self.alive():
@@ -228,7 +266,9 @@ class GradingServer:
         if tuple(p for p in self.repo.spec.tests.paths if p in template.manifest) != self.protect:
             raise Unavailable("this task's test paths differ from the server's mounts")
         self.ws.sync(template)
-        write_changes(self.ws.path, kept)
+        # A protected path's changes (the hidden tests) go to the read-only copy only: replacing a test file in
+        # the tree would unmount the copy bound over it.
+        write_changes(self.ws.path, [c for c in kept if not self._protected(c.path)])
         self._sync_view(template)
         ours = {c.path: c for c in kept if self._protected(c.path)}  # the hidden tests (scope dropped the agent's)
         for rel, c in ours.items():
@@ -244,7 +284,7 @@ class GradingServer:
             append_file(self.ws.path, canaries.file, canaries.source.encode())
         _empty(self.out)
         sel = self.io_in / "select.json"
-        sel.write_text(json.dumps({"ids": list(ids), "canaries": canaries.ids(), **({"guard": guard} if guard else {})}))
+        sel.write_text(json.dumps(grading_selection(ids, canaries, guard)))
         fifo = self.io_in / "key"
         fifo.unlink(missing_ok=True)
         os.mkfifo(fifo, 0o644)
@@ -255,10 +295,14 @@ class GradingServer:
             files = test_files_of(ids)
             if canaries.file not in files:
                 files.append(canaries.file)
-            args = [*self.repo.spec.pytest_args, "-q", "-p", "frog_report", *files]
+            args = [*self.repo.spec.pytest_args, "-q", "-p", "frog_report", *GRADING_PYTEST_ARGS, *files]
             env = {"FROG_REPORT": "/frog/out/report.json", "FROG_SELECT": "/frog/in/select.json",
                    "FROG_KEY_FIFO": "/frog/in/key"}
-            req = {"args": args, "env": env, "timeout": timeout, "protect": [f"/testbed/{p}" for p in self.protect]}
+            req = {"args": args, "env": env, "timeout": timeout, "protect": [f"/testbed/{p}" for p in self.protect],
+                   "rewrite": ["/frog/plugin/frog_report.py",
+                               *(f"/testbed/{p}" for p in _test_modules(files, template) if p != canaries.file)],
+                   "canaries": {"file": f"/testbed/{canaries.file}", "source": canaries.source},
+                   "compile": [f"/testbed/{p}" for p in self._package_modules(template)]}
             assert self.proc is not None and self.proc.stdin is not None
             try:
                 self.proc.stdin.write((json.dumps(req) + "\n").encode())
@@ -273,6 +317,7 @@ class GradingServer:
         if not reply.get("clean"):
             raise Unavailable("a process of the graded code could not be killed")
         seconds = time.monotonic() - start
+        self.code_made = int(reply.get("made", 0))
         parent = float(reply.get("parent_cpu", 0.0))
         self.cpu_seconds += float(reply.get("cpu", 0.0)) + parent - self._parent_cpu
         self._parent_cpu = parent

@@ -30,6 +30,7 @@ of (``tests/exploits/``) score 0 with its reason, and each new one becomes a tes
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import hmac
 import json
@@ -134,16 +135,24 @@ def _names_a_test(module: str) -> bool:
 
 def _features(source: bytes) -> Counter[tuple[str, str]]:
     """The forgery vocabulary a Python source uses: (kind, name) -> count (empty if it does not parse)."""
+    return Counter(dict(_features_of(source)))
+
+
+@functools.lru_cache(maxsize=512)
+def _features_of(source: bytes) -> tuple[tuple[tuple[str, str], int], ...]:
+    """:func:`_features` as sorted pairs, cached: the pristine and starting versions of a file recur at every
+    grade of a task, and a large module takes a tenth of a second to walk."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return Counter()
+        return ()
     out: Counter[tuple[str, str]] = Counter()
-    imports = (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
-    modules = {(a.asname or a.name).split(".")[0] for n in imports for a in n.names}  # `from m import sub` too
+    modules: set[str] = set()  # every name an import binds (`from m import sub` too)
+    assigned: list[tuple[str, str]] = []  # (name, attribute) of assignments to `name.attribute`
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
+                modules.add((a.asname or a.name).split(".")[0])
                 if a.name.split(".")[0] in _MODULES or _names_a_test(a.name):
                     out["import", a.name] += 1
         elif isinstance(node, ast.ImportFrom):
@@ -151,29 +160,36 @@ def _features(source: bytes) -> Counter[tuple[str, str]]:
             if mod.split(".")[0] in _MODULES or _names_a_test(mod):
                 out["import", "." * node.level + mod] += 1
             for a in node.names:
+                modules.add((a.asname or a.name).split(".")[0])
                 if a.name in _NAMES or a.name in _ATTRS or a.name in _MODULES or (not mod and _names_a_test(a.name)):
                     out["import", f"{'.' * node.level}{mod}{'.' if mod else ''}{a.name}"] += 1
-        elif isinstance(node, ast.Name) and node.id in _NAMES:
-            out["name", node.id] += 1
-        elif isinstance(node, ast.Attribute) and node.attr in _ATTRS:
-            out["attribute", node.attr] += 1
-        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
-            text = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
-            low = text.lower()
-            for s in _STRINGS:
-                if s in low:
-                    out["string", s] += 1
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id in ("getattr", "setattr", "delattr") and len(node.args) >= 2
-                and not isinstance(node.args[1], ast.Constant)):
-            out["dynamic", f"{node.func.id} with a computed name"] += 1
-        targets = (node.targets if isinstance(node, ast.Assign) else [node.target]
-                   if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else node.targets
-                   if isinstance(node, ast.Delete) else [])
-        for t in targets:
-            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in modules:
-                out["monkeypatch", f"{t.value.id}.{t.attr}"] += 1
-    return out
+        elif isinstance(node, ast.Name):
+            if node.id in _NAMES:
+                out["name", node.id] += 1
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _ATTRS:
+                out["attribute", node.attr] += 1
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, (str, bytes)):
+                text = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
+                low = text.lower()
+                for s in _STRINGS:
+                    if s in low:
+                        out["string", s] += 1
+        elif isinstance(node, ast.Call):
+            if (isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr", "delattr")
+                    and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant)):
+                out["dynamic", f"{node.func.id} with a computed name"] += 1
+        else:
+            targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                       if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            for t in targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
+                    assigned.append((t.value.id, t.attr))
+    for name, attr in assigned:
+        if name in modules:
+            out["monkeypatch", f"{name}.{attr}"] += 1
+    return tuple(sorted(out.items()))
 
 
 def tampering(path: str, old: bytes | None, new: bytes, pristine: bytes | None = None) -> list[str]:

@@ -293,3 +293,24 @@ def test_unknown_task_id_suggests_the_nearest():
     with pytest.raises(KeyError, match="Did you mean 'inflection__handwritten-0001'"):
         gym.make("FrogSWE-v0", task_id="inflection__handwriten-0001")
     assert hunks(load_task(TASK).patch)
+
+
+def test_switching_repository_and_back_restores_each_starting_state():
+    """An env keeps a workspace per repository: coming back to one after another repository's episode starts
+    from that task's starting state, not from the last episode's edits, and the shell sees that tree."""
+    other = "humanize__wrong_variable-cc4ec53d"
+    e = gym.make("FrogSWE-v0", task_ids=[TASK, other]).unwrapped
+    try:
+        e.reset(options={"task_id": TASK})
+        first = e._ws.path
+        e.step({"tool": "bash", "command": "echo broken >> inflection/__init__.py && touch left_over.py"})
+        e.reset(options={"task_id": other})
+        assert e._ws.path != first
+        out, *_ = e.step({"tool": "bash", "command": "ls src"})
+        assert "humanize" in out
+        e.reset(options={"task_id": TASK})
+        assert e._ws.path == first and e._ws.changes() == []
+        out, *_ = e.step({"tool": "bash", "command": "ls left_over.py; tail -c 7 inflection/__init__.py"})
+        assert "No such file" in out and "broken" not in out
+    finally:
+        e.close()

@@ -53,8 +53,10 @@ def _append(template, rel, code) -> Change:
 
 
 def _parity(task_ids):
-    """Grade the bug and the gold fix of each task cold and warm; return the mismatches."""
+    """Grade the bug and the gold fix of each task cold and warm; return the mismatches, and every bug that
+    grades as resolved (its tests would reward doing nothing). Prints how many gold fixes did not resolve."""
     bad = []
+    unresolved_gold = []
     scratch = Workspace(paths.home() / "work" / f"parity-{random.randrange(1 << 30):08x}")
     try:
         for tid in task_ids:
@@ -65,8 +67,15 @@ def _parity(task_ids):
                 if (cold.resolved, cold.tests, cold.tampering) != (warm.resolved, warm.tests, warm.tampering):
                     bad.append((tid, label, cold.resolved.value, warm.resolved.value,
                                 {t: (s, warm.tests.get(t)) for t, s in cold.tests.items() if warm.tests.get(t) != s}))
+                # (a FrogLive task is set up here on the registry's release, not its own, so its bug may be fixed)
+                if label == "bug" and (cold.is_resolved or warm.is_resolved) and "__live-" not in tid:
+                    bad.append((tid, "the bug grades as resolved"))
+                if label == "gold" and not cold.is_resolved:
+                    unresolved_gold.append(tid)
     finally:
         scratch.remove()
+    print(f"parity: {len(task_ids)} tasks, {4 * len(task_ids)} grades, {len(bad)} mismatches; gold fixes that did not "
+          f"resolve (both paths agreeing): {len(unresolved_gold)} {unresolved_gold[:10]}")
     return bad
 
 
@@ -88,7 +97,8 @@ def test_a_repository_pytest_itself_imports_is_graded_cold():
 @pytest.mark.timeout(3600)
 def test_warm_grades_match_cold_grades_on_many_tasks():
     """Outcome parity on tasks of every repository (the bug and the gold fix of each, warm and cold): 100 in
-    CI's time budget, ``FROG_PARITY_TASKS=200`` for issue 16's figure (about 30 minutes on 2 cores)."""
+    CI's time budget, ``FROG_PARITY_TASKS=200`` for issue 16's figure (206 tasks, 824 grades: 0 mismatches, 51
+    minutes on 2 cores at load 8-16)."""
     n = int(os.environ.get("FROG_PARITY_TASKS", "100"))
     ids = [t for t in registered_task_ids() if not t.startswith("frogtoy__")]
     by_repo: dict[str, list[str]] = {}
@@ -195,3 +205,45 @@ def test_the_tests_stay_read_only_in_a_warm_grade():
     assert all(r.statuses[t] is TestStatus.FAILED for t in task.FAIL_TO_PASS)
     assert "assert True or" not in (server.view / "test_inflection.py").read_text()
     assert "assert True or" not in (server.ws.path / "test_inflection.py").read_text()
+
+
+def test_the_code_caches_serve_only_unchanged_bytes():
+    """The parent rewrites or compiles each version of a file once: a second grade makes nothing, and a test file
+    that changed (as hidden tests change one) is made anew, so no grade runs stale code; the canaries, appended
+    after the cached file, fail where they lie in it."""
+    task, repo, template = _setup(FLAT)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    fix = gold(repo, task, template)
+    p2p = next(t for t in task.PASS_TO_PASS if "[" not in t)
+    file, name = p2p.split("::")
+    with server.lock:
+        server.run(template, fix, task.selected_tests, _canaries(task), 120)
+        canaries = _canaries(task, 1)
+        again = server.run(template, fix, task.selected_tests, canaries, 120)
+        assert server.code_made == 0
+        flipped = server.run(template, fix + [_append(template, file, f"\n\ndef {name}():\n    assert False\n")],
+                             task.selected_tests, _canaries(task, 2), 120)
+        assert server.code_made == 1
+        back = server.run(template, fix, task.selected_tests, _canaries(task, 3), 120)
+    assert again.tampering == [] and all(again.statuses[t].ok for t in task.selected_tests), again.note
+    assert flipped.tampering == [] and flipped.statuses[p2p] is TestStatus.FAILED
+    assert all(flipped.statuses[t].ok for t in task.selected_tests if t != p2p)
+    assert all(back.statuses[t].ok for t in task.selected_tests)
+    lines = ((template.root / canaries.file).read_bytes() + canaries.source.encode()).decode().splitlines()
+    raise_at = lines.index(f"def {canaries.must_fail[1]}():") + 2
+    assert f'"/testbed/{canaries.file}", line {raise_at}, in {canaries.must_fail[1]}' in again.output
+
+
+def test_a_warm_child_still_runs_the_atexit_handlers_of_the_code_under_test():
+    task, repo, template = _setup(FLAT)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    hook = _append(template, "inflection/__init__.py", """
+        import atexit as _a
+        _a.register(lambda: open("/testbed/at-exit.txt", "w").write("ran"))
+    """)
+    with server.lock:
+        r = server.run(template, [hook], task.selected_tests, _canaries(task), 120)
+        assert (server.ws.path / "at-exit.txt").read_text() == "ran"
+    assert r.tampering == [] and r.exit_code == 1

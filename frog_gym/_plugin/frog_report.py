@@ -17,7 +17,10 @@ Grading authenticates the report: with ``FROG_KEY_FIFO`` set, the plugin reads a
 FIFO when it is imported (``-p`` loads it before any code of the package under test can run) and signs
 the report with it (HMAC-SHA256 of the canonical JSON, key ``"signature"``), so a report written by anything
 else fails verification. ``$FROG_SELECT`` may then be ``{"ids": [...], "canaries": [...]}``: the canaries are
-selected too and run last, so that a must-fail canary can't stop the run early.
+selected too and run last, so that a must-fail canary can't stop the run early. With ``"only": true`` there
+too, the plugin keeps pytest from even making the test items of functions and classes that no selected id
+names (their parametrizations, fixture closures and marks are half of collecting a large file): a selected
+test is made, set up and run exactly as before, and the others are as if deselected.
 
 Grading also guards the test files (``"guard"`` in ``$FROG_SELECT``: the graded and hidden test files, the
 package's source folders, the test folders). An audit hook (PEP 578; installed at import, before any code
@@ -163,6 +166,7 @@ if _guard:
     _install_guard(_guard)
 
 _selected = None
+_wanted = None
 _canaries = set()
 _repeat = 1
 _pass = 0
@@ -182,8 +186,21 @@ def _detail(report, exc_type):
     return {"when": report.when, "exc_type": exc_type or "", "message": message[:500], "longrepr": text}
 
 
+def _wanted_names(ids):
+    """For each collector a selected id passes through (a module, a class), the names of its children that
+    lead to a selected test: ``a.py::C::test_f[x]`` gives ``{"a.py": {"C"}, "a.py::C": {"test_f"}}``."""
+    out = {}
+    for nodeid in ids:
+        path, _, rest = nodeid.partition("::")
+        parent = path
+        for name in rest.split("[", 1)[0].split("::") if rest else ():
+            out.setdefault(parent, set()).add(name)
+            parent = f"{parent}::{name}"
+    return out
+
+
 def pytest_configure(config):
-    global _selected, _repeat, _passes, _canaries
+    global _selected, _repeat, _passes, _canaries, _wanted
     _repeat = max(1, int(os.environ.get("FROG_REPEAT", "1") or 1))
     _passes[1:] = [{} for _ in range(_repeat - 1)]
     path = os.environ.get("FROG_SELECT")
@@ -192,7 +209,10 @@ def pytest_configure(config):
             chosen = json.load(f)
         if isinstance(chosen, dict):
             _canaries = set(chosen.get("canaries", ()))
+            only = bool(chosen.get("only"))
             chosen = list(chosen.get("ids", ())) + sorted(_canaries)
+            if only:
+                _wanted = _wanted_names(chosen)
         _selected = set(chosen)
 
 
@@ -227,6 +247,15 @@ def _exc_type_of(report):
 
 try:
     import pytest as _pytest
+
+    @_pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makeitem(collector, name, obj):
+        if _wanted is None:
+            return None
+        names = _wanted.get(collector.nodeid)
+        if names is None or name in names:
+            return None  # pytest makes it as always
+        return []  # no selected test comes from it: as good as deselected, without the cost of making it
 
     @_pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(item, call):

@@ -11,6 +11,15 @@ System V IPC, and only then replies with the exit status. So no process or file 
 and the next child is forked from a process the agent's code never ran in. The parent is not dumpable,
 so a child can neither ptrace it nor write its memory. Its objects are frozen out of the garbage
 collector (``gc.freeze``), so a child's collections neither scan nor copy them.
+
+pytest rewrites the asserts of every test module it imports, and Python compiles every module of the package
+under test, and nothing keeps the result between cold runs (bytecode writing is off, the test folders are
+read-only), so each run parses and compiles them all again: most of a large suite's collection time. The
+parent does it once per file version: before forking, it rewrites the request's test files under the
+read-only test mounts and compiles the package's modules (source in, code object out: nothing is executed,
+no symlink is followed out of ``/testbed``, and no process of a grade is alive then), keeping each code
+object with the exact bytes it was made from. The child's import system takes that code only for a file
+whose bytes are still exactly those, and makes anything else itself, as cold.
 """
 
 import ctypes
@@ -20,17 +29,25 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
 
 TESTBED = "/testbed"
+PLUGIN = "/frog/plugin"
 _PATH = list(sys.path)
 sys.path[:] = [p for p in sys.path[1:] if p != TESTBED and not p.startswith(TESTBED + "/")]
 _ENV = dict(os.environ)
 os.chdir("/")
 _PR_SET_DUMPABLE = 4
 _PRELOADED_PLUGINS = set()
+_REWRITTEN = {}
+"""Test modules with their asserts rewritten: absolute path -> (source bytes, code), see the module docstring."""
+_COMPILED = {}
+"""The package's modules compiled: absolute path -> (source bytes, code), see the module docstring."""
+_CODE_CAP = 64 << 20
+"""Source bytes each cache keeps at most (the oldest entries go first)."""
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
@@ -160,7 +177,161 @@ def _wipe():
             pass
 
 
-def _child(req, pytest):
+def _under(path, roots):
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _source(path, roots):
+    """The bytes of a regular file under ``roots`` (no symlink leading out of them), or None."""
+    if not (_under(path, roots) and _under(os.path.realpath(path), roots)):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _remember(cache, path, source, make):
+    """Keep ``make(source, path)`` in ``cache`` (path -> (source bytes, code)) unless it holds these bytes;
+    returns 1 when it made code, else 0."""
+    if path in cache and cache[path][0] == source:
+        return 0
+    try:
+        code = make(source, path)
+    except Exception:  # noqa: BLE001 (a file that doesn't compile here is left to the child, as cold)
+        return 0
+    cache.pop(path, None)
+    cache[path] = (source, code)
+    while sum(len(v[0]) for v in cache.values()) > _CODE_CAP and len(cache) > 1:
+        del cache[next(iter(cache))]
+    return 1
+
+
+def _code_ahead(req):
+    """Fill the caches for a request (see the module docstring); nothing is executed. Returns how many
+    code objects it made (the others were cached)."""
+    tests, made = [*req["protect"], PLUGIN], 0
+    for path in req.get("rewrite", ()):
+        source = _source(path, tests)
+        if source is not None:
+            made += _remember(_REWRITTEN, path, source, _rewritten)
+    for path in req.get("compile", ()):
+        source = _source(path, [TESTBED])
+        if source is not None:
+            made += _remember(_COMPILED, path, source, _compiled)
+    c = req.get("canaries")
+    if c:  # the canaries' file without them: what other grades run
+        source, tail = _source(c["file"], tests), c["source"].encode()
+        if source is not None and tail and source.endswith(tail):
+            made += _remember(_REWRITTEN, c["file"], source[:-len(tail)], _rewritten)
+    return made
+
+
+def _rewritten(source, path):
+    """pytest's assertion rewriting of a test module, as its import hook does it (without a config: the child
+    takes the result only where the run's config would rewrite the same way)."""
+    import ast
+
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    tree = ast.parse(source, filename=path)
+    rewrite_asserts(tree, source, path, None)
+    return compile(tree, path, "exec", dont_inherit=True)
+
+
+def _compiled(source, path):
+    """What the import system's ``SourceLoader.source_to_code`` makes of a module."""
+    return compile(source, path, "exec", dont_inherit=True)
+
+
+def _canary_code(req):
+    """The canary tests the host appends to a cached test file, rewritten and compiled on their own (their
+    line numbers where they lie in the file, the file's ``__future__`` flags): the child runs the file's cached
+    code, then this, in the module's namespace. Returns (path, canary source bytes, code) or None."""
+    import __future__
+    import ast
+
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    c = req.get("canaries")
+    if not c or c["file"] not in _REWRITTEN:
+        return None
+    pristine, code = _REWRITTEN[c["file"]]
+    source = c["source"].encode()
+    if b"PYTEST_DONT_REWRITE" in pristine or not source.startswith(b"\n"):
+        return None  # the child rewrites the whole file, as cold
+    tree = ast.parse(source, filename=c["file"])
+    ast.increment_lineno(tree, pristine.count(b"\n"))
+    rewrite_asserts(tree, source, c["file"], None)
+    futures = 0
+    for name in __future__.all_feature_names:
+        futures |= getattr(__future__, name).compiler_flag
+    return c["file"], source, compile(tree, c["file"], "exec", flags=code.co_flags & futures, dont_inherit=True)
+
+
+def _use_code(canaries):
+    """Let this child's imports take the parent's code for a file whose bytes are still the same (and, for the
+    canaries' file, whose bytes are the cached ones followed by exactly the canaries)."""
+    from importlib import machinery
+
+    from _pytest.assertion import rewrite
+
+    own_rewrite = rewrite._rewrite_test
+    then = {}
+
+    def _rewrite_test(fn, config):
+        hit = _REWRITTEN.get(str(fn))
+        if hit is not None and (config is None or not config.getini("enable_assertion_pass_hook")):
+            st = os.stat(fn)
+            source = fn.read_bytes()
+            if source == hit[0]:
+                return st, hit[1]
+            if canaries is not None and canaries[0] == str(fn) and source == hit[0] + canaries[1]:
+                then[str(fn)] = canaries[2]
+                return st, hit[1]
+        return own_rewrite(fn, config)
+
+    rewrite._rewrite_test = _rewrite_test
+    own_exec = rewrite.AssertionRewritingHook.exec_module
+
+    def exec_module(self, module):
+        own_exec(self, module)
+        extra = then.pop(module.__spec__.origin, None)
+        if extra is not None:
+            exec(extra, module.__dict__)
+
+    rewrite.AssertionRewritingHook.exec_module = exec_module
+    own_compile = machinery.SourceFileLoader.source_to_code
+
+    def source_to_code(self, data, path, *, _optimize=-1):
+        hit = _COMPILED.get(path)
+        if hit is not None and _optimize == -1 and hit[0] == data:
+            return hit[1]
+        return own_compile(self, data, path, _optimize=_optimize)
+
+    machinery.SourceFileLoader.source_to_code = source_to_code
+
+
+def _as_if_imported_here():
+    """Redo what a preloaded module derived from the working directory when the parent (at ``/``) imported it:
+    hypothesis's default storage folder (``.hypothesis`` in the working directory, where a cold run keeps it)."""
+    conf = sys.modules.get("hypothesis.configuration")
+    if conf is not None and "__hypothesis_home_directory_default" in vars(conf):
+        from pathlib import Path
+
+        vars(conf)["__hypothesis_home_directory_default"] = Path(TESTBED) / ".hypothesis"
+
+
+def _child(req, pytest, canaries):
     """Become ``python -m pytest <args>`` run in /testbed, and run it (never returns)."""
     os.setsid()
     fd = os.open("/dev/null", os.O_RDONLY)
@@ -176,6 +347,7 @@ def _child(req, pytest):
     os.environ.update(_ENV)
     os.environ.update(req["env"])
     os.chdir(TESTBED)
+    _as_if_imported_here()
     sys.path[:] = [TESTBED, *_PATH[1:]]
     sys.path_importer_cache.clear()
     importlib.invalidate_caches()
@@ -188,8 +360,31 @@ def _child(req, pytest):
             warn(self, name)
 
     rewrite.AssertionRewritingHook._warn_already_imported = _warn_unless_preloaded
+    _use_code(canaries)
     sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *req["args"]]
     raise SystemExit(pytest.console_main())
+
+
+def _end(code):
+    """Exit the way the interpreter exits on ``SystemExit(code)`` (threads joined, ``atexit`` handlers run,
+    stdio flushed, the same status), less the teardown of every object, which only costs time here: the
+    report is written and the parent removes whatever the child leaves."""
+    import atexit
+    import threading
+
+    threading._shutdown()
+    atexit._run_exitfuncs()
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:  # noqa: BLE001 (as at interpreter exit: a broken stream is not an error)
+            pass
+    os._exit(code & 0xFF)
 
 
 def main():
@@ -216,12 +411,26 @@ def main():
         if not _protected(req["protect"]):
             _say({"error": "a protected test path is no longer a read-only mount"})
             return
+        start = time.monotonic()
+        made = _code_ahead(req)
+        try:
+            canaries = _canary_code(req)
+        except Exception:  # noqa: BLE001 (the child rewrites the whole file instead, as cold)
+            canaries = None
+        gc.freeze()
         sys.stdout.flush()
         sys.stderr.flush()
-        start = time.monotonic()
         pid = os.fork()
         if pid == 0:
-            _child(req, pytest)
+            try:
+                _child(req, pytest, canaries)
+            except SystemExit as e:
+                _end(e.code)
+            except BaseException:  # noqa: BLE001 (printed and exit status 1, as the interpreter would)
+                import traceback
+
+                traceback.print_exc()
+                _end(1)
         deadline = start + req["timeout"]
         status, usage = None, None
         while True:
@@ -240,7 +449,7 @@ def main():
             code = os.waitstatus_to_exitcode(status)
         _wipe()
         own = os.times()
-        _say({"exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
+        _say({"made": made, "exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
               "seconds": time.monotonic() - start})
 
 

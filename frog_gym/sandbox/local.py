@@ -422,6 +422,7 @@ class LocalSandbox(ClosingOnExit):
         start = time.monotonic()
         self._used = True
         self._send(wrapped)
+        self._hurry.set()  # this shell is used now: the next reset needs the spare, so it starts while this runs
         over = None
         while True:  # the disk budget is checked while the command runs, twice a second
             line = self._read_ctl(min(start + timeout, time.monotonic() + 0.5), cap)
