@@ -75,7 +75,7 @@ def retire_paired(records: list[dict]) -> set[str]:
 def pairs(records: list[dict], fit: Callable[[dict, dict], bool], anchors: tuple[str, ...],
           rng: random.Random, max_uses: int = 2) -> Iterator[tuple[dict, dict]]:
     """(anchor, easy) pairs of single-bug task records in a seeded order, each anchor at most ``max_uses``
-    times and each easy task once: the easy one is of another family, in another function (preferably in
+    times (combinations of earlier runs, ``provenance.harden``, included) and each easy task once: the easy one is of another family, in another function (preferably in
     another file), its span disjoint from the anchor's, and ``fit(anchor, easy)`` holds (the caller's test:
     undone by one candidate edit, not refused before).
 
@@ -93,10 +93,13 @@ def pairs(records: list[dict], fit: Callable[[dict, dict], bool], anchors: tuple
     easy = [d for d in singles if _site(d)["family"] not in anchors]
     rng.shuffle(hard)
     rng.shuffle(easy)
-    used: Counter = Counter()
+    used: Counter = Counter(d["provenance"]["harden"]["anchor"] for d in records
+                            if d.get("provenance", {}).get("harden"))  # combinations made by earlier runs
     taken: set[str] = set()
     for _round in range(max_uses):
         for a in hard:
+            if used[a["instance_id"]] >= max_uses:
+                continue
             sa = _site(a)
             fits = [e for e in easy if e["instance_id"] not in taken
                     and combinable([Site(**_fields(sa)), Site(**_fields(_site(e)))])]

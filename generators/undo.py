@@ -103,10 +103,14 @@ class UndoCache:
         return self.data[key]
 
     def save(self) -> None:
-        """Write the verdicts (atomically; the last writer of concurrent runs wins, losing nothing valid)."""
+        """Write the verdicts, merged with what concurrent runs wrote meanwhile (atomically)."""
         if not (self.dirty and self.persist):
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.data = {**json.loads(self.path.read_text(encoding="utf-8")), **self.data}
+        except (OSError, ValueError):
+            pass
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(self.data, sort_keys=True), encoding="utf-8")
         os.replace(tmp, self.path)
