@@ -174,7 +174,7 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
               env: dict[str, str] | None = None, binds: tuple[tuple[Path, str, bool], ...] = (),
               out_dir: Path | None = None, plugins: tuple[str, ...] = (), args: tuple[str, ...] = (),
               repeat: int = 1, canaries: Canaries | None = None, authenticate: bool = False,
-              protect: tuple[str, ...] = ()) -> RunResult:
+              protect: tuple[str, ...] = (), guard: dict[str, list[str]] | None = None) -> RunResult:
     """:func:`run_selected` with more in and out: failure ``details`` (the report plugin's "details" key),
     extra sandbox ``env`` (a ``PYTHONPATH`` there is appended to the plugin's) and ``binds``, ``out_dir`` (a
     host folder mounted writable at ``/frog/out`` that the caller keeps: the coverage map reads its data
@@ -185,7 +185,8 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
     Grading adds ``canaries`` (selected too, run last, judged by :meth:`Canaries.verdict`), ``authenticate``
     (the plugin signs its report with a key it reads from a FIFO before any code under test runs; an unsigned
     or badly signed report is not trusted) and ``protect`` (paths of the tree mounted read-only, so code under
-    test can't rewrite the tests it is judged by).
+    test can't rewrite the tests it is judged by) and ``guard`` (:func:`guard_for`: the report plugin refuses,
+    and reports, the package's own code reading the test files).
     """
     start = time.monotonic()
     with tempfile.TemporaryDirectory(dir=paths.home()) as io_dir, resources.as_file(_plugin_dir()) as plugin:
@@ -203,6 +204,8 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
             run_env["FROG_REPEAT"] = str(repeat)
         if ids is not None:
             chosen: Any = list(ids) if canaries is None else {"ids": list(ids), "canaries": canaries.ids()}
+            if guard is not None:
+                chosen = {"ids": list(ids), **({} if canaries is None else {"canaries": canaries.ids()}), "guard": guard}
             (io / "in" / "select.json").write_text(json.dumps(chosen))
             run_env["FROG_SELECT"] = "/frog/in/select.json"
         key_fd = -1
@@ -266,6 +269,10 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
         reason = ("the test report is not signed by the grading plugin: something in the test process wrote it "
                   "(every selected test counts as failed)")
         return RunResult(statuses, exit_code, reason, seconds=seconds, tampering=[reason], output=output)
+    guarded = report.get("guard")
+    if isinstance(guarded, list) and guarded:
+        flags = sorted({str(g)[:300] for g in guarded})[:10]
+        return RunResult(statuses, exit_code, "; ".join(flags), seconds=seconds, tampering=flags, output=output)
     if canaries is not None:
         flags = canaries.verdict(report.get("tests", {}), exit_code, report.get("collect_errors", []))
         if flags:
@@ -368,6 +375,16 @@ def hidden_test_changes(task: Task, template: Template) -> list[Change] | str:
     return out
 
 
+def guard_for(repo: PreparedRepo, task: Task, canaries: Canaries) -> dict[str, list[str]]:
+    """What the report plugin's guard protects in a graded run: the files of the graded tests, the hidden
+    tests and the canaries (``files``), from the package's own code (``code``: the spec's source folders and
+    the gold patch's non-test files), telling test code (``tests``: the spec's test paths) apart."""
+    spec = repo.spec
+    gold = [f for f in patch_files(task.patch) if not spec.tests.is_test_file(f)]
+    files = set(test_files_of(task.selected_tests)) | set(patch_files(task.test_patch)) | {canaries.file}
+    return {"files": sorted(files), "code": sorted({*spec.mutable, *gold}), "tests": sorted(spec.tests.paths)}
+
+
 def _pristine(repo: PreparedRepo, task: Task, template: Template, rel: str) -> bytes | None:
     """The repository's own version of a file: as the gold patch leaves it where the patch touches it (a
     FrogLive task's fix is a later release's code), else the snapshot's (the host's, never the agent's)."""
@@ -436,7 +453,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         write_changes(scratch.path, kept)
         append_file(scratch.path, target, canaries.source.encode())
         r = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend, canaries=canaries,
-                      authenticate=True, protect=repo.spec.tests.paths)
+                      authenticate=True, protect=repo.spec.tests.paths, guard=guard_for(repo, task, canaries))
     log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, r)
     if r.infra_failure:
         return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,
@@ -465,7 +482,7 @@ def _run_warm(repo: PreparedRepo, template: Template, kept: list[Change], task: 
         return None
     with server.lock:
         try:
-            return server.run(template, kept, task.selected_tests, canaries, timeout)
+            return server.run(template, kept, task.selected_tests, canaries, timeout, guard_for(repo, task, canaries))
         except grading_server.Unavailable:
             grading_server.discard(server)
             return None

@@ -213,8 +213,9 @@ class GradingServer:
 
     # -- grading ------------------------------------------------------------------------------------
     def run(self, template: Template, kept: list[Change], ids: tuple[str, ...], canaries: Canaries,
-            timeout: float):
-        """One grade's test run: the tree synced to ``template`` plus ``kept``, the ``canaries`` appended.
+            timeout: float, guard: dict[str, list[str]] | None = None):
+        """One grade's test run: the tree synced to ``template`` plus ``kept``, the ``canaries`` appended,
+        the test files under the report plugin's ``guard`` (:func:`frog_gym.grading.guard_for`).
 
         Returns :class:`frog_gym.grading.RunResult`, or raises :class:`Unavailable` when this server can't
         vouch for the run (it died, hung, left a process it could not kill, or lost a mount): the caller
@@ -243,7 +244,7 @@ class GradingServer:
             append_file(self.ws.path, canaries.file, canaries.source.encode())
         _empty(self.out)
         sel = self.io_in / "select.json"
-        sel.write_text(json.dumps({"ids": list(ids), "canaries": canaries.ids()}))
+        sel.write_text(json.dumps({"ids": list(ids), "canaries": canaries.ids(), **({"guard": guard} if guard else {})}))
         fifo = self.io_in / "key"
         fifo.unlink(missing_ok=True)
         os.mkfifo(fifo, 0o644)

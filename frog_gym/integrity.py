@@ -2,7 +2,7 @@
 
 The threat model (README, "Safety"): the agent controls every non-test file of its workspace and every
 process it starts, knows frog-gym's source, and is optimised against the reward. Its library code runs
-inside the test process, so grading trusts nothing that process could fake on its own. Four layers:
+inside the test process, so grading trusts nothing that process could fake on its own. Five layers:
 
 1. **Scope** (:func:`out_of_scope`): only edits to the package's own source (the spec's ``generate.mutable``
    folders and files, plus the files the task's gold patch touches) reach the grading tree. Test files,
@@ -20,6 +20,9 @@ inside the test process, so grading trusts nothing that process could fake on it
    must fail and one that must pass; a patch that flips outcomes wholesale turns a must-fail canary green
    and is caught, whatever it did to hide.
 
+5. **Guarded test files** (``frog_gym/_plugin/frog_report.py``): an audit hook in the test process refuses
+   the package's own code every read of the graded test files (hidden tests, canaries) and reports it.
+
 No layer alone is a proof (CPython has no in-process isolation); together they make every forgery we know
 of (``tests/exploits/``) score 0 with its reason, and each new one becomes a test there.
 """
@@ -35,7 +38,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-GRADING_VERSION = 2
+GRADING_VERSION = 3
 """Bumped whenever grading's rules change; with :func:`grading_code_digest` it is part of every cached grade's
 key, so no grade made under older rules (or older code) is ever reused."""
 
@@ -107,7 +110,8 @@ def out_of_scope(path: str, mutable: tuple[str, ...], gold_files: frozenset[str]
 
 _MODULES = {"_pytest", "pytest", "pluggy", "py", "gc", "ctypes", "inspect", "importlib", "builtins", "marshal",
             "atexit", "faulthandler", "frog_report", "sysconfig", "site", "runpy", "pdb", "bdb", "trace",
-            "tracemalloc", "_ctypes", "cffi", "code", "codeop", "zipimport", "pkgutil", "unittest", "doctest", "_thread"}
+            "tracemalloc", "_ctypes", "cffi", "code", "codeop", "zipimport", "pkgutil", "unittest", "doctest", "_thread",
+            "linecache", "tokenize", "subprocess"}
 _NAMES = {"__import__", "exec", "eval", "compile", "globals", "breakpoint", "__builtins__", "__loader__", "__spec__",
           "vars"}
 _ATTRS = {"__code__", "__globals__", "__closure__", "__subclasses__", "__builtins__", "__func__", "__self__",
@@ -123,6 +127,11 @@ _STRINGS = ("pytest", "frog", "/proc", "/dev/fd", "report.json", "testreport", "
             "conftest", "/testbed", "__code__", "__globals__", "f_back", "_getframe")
 
 
+def _names_a_test(module: str) -> bool:
+    """Whether a dotted module name reaches into a test module (``tests.test_x``, ``pkg.tests``, ``conftest``)."""
+    return any(p in ("test", "tests", "conftest") or p.startswith("test_") for p in module.split("."))
+
+
 def _features(source: bytes) -> Counter[tuple[str, str]]:
     """The forgery vocabulary a Python source uses: (kind, name) -> count (empty if it does not parse)."""
     try:
@@ -135,15 +144,15 @@ def _features(source: bytes) -> Counter[tuple[str, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
-                if a.name.split(".")[0] in _MODULES:
+                if a.name.split(".")[0] in _MODULES or _names_a_test(a.name):
                     out["import", a.name] += 1
         elif isinstance(node, ast.ImportFrom):
             mod = node.module or ""
-            if mod.split(".")[0] in _MODULES:
-                out["import", mod] += 1
+            if mod.split(".")[0] in _MODULES or _names_a_test(mod):
+                out["import", "." * node.level + mod] += 1
             for a in node.names:
-                if a.name in _NAMES or a.name in _ATTRS or a.name in _MODULES:
-                    out["import", f"{mod}.{a.name}"] += 1
+                if a.name in _NAMES or a.name in _ATTRS or a.name in _MODULES or (not mod and _names_a_test(a.name)):
+                    out["import", f"{'.' * node.level}{mod}{'.' if mod else ''}{a.name}"] += 1
         elif isinstance(node, ast.Name) and node.id in _NAMES:
             out["name", node.id] += 1
         elif isinstance(node, ast.Attribute) and node.attr in _ATTRS:

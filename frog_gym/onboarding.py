@@ -41,7 +41,7 @@ from frog_gym.errors import FrogGymError, HashMismatchError, RefusedError, Sourc
 from frog_gym.grading import TestStatus, run_tests
 from frog_gym.sandbox import Limits, make_sandbox
 from frog_gym.snapshot import (PreparedRepo, download_sdist, fetch_sdist, prepare, resolve_lock, sha256_file,
-                               snapshot_tree, venv_key)
+                               snapshot_tree, baseline_path)
 from frog_gym.spec import RepoSpec, load_spec, parse_repo, python_problem, repo_names, repos_dir
 
 if sys.version_info >= (3, 11):
@@ -400,7 +400,7 @@ def run_suite(repo: PreparedRepo, budget: float) -> tuple[dict[str, TestStatus],
     try:
         shutil.copytree(repo.tree, work, symlinks=True)
         start = time.monotonic()
-        run = run_tests(repo, work, None, budget + 15, details=True)
+        run = run_tests(repo, work, None, budget + 15, details=True, protect=repo.spec.tests.paths)  # as graded
         statuses, code, note, infra = run.statuses, run.exit_code, run.note, run.infra_failure
         seconds = time.monotonic() - start
         if infra and "timed out" in infra:
@@ -452,7 +452,7 @@ def measure(repo: PreparedRepo, runs: int, budget: float, progress: Progress = _
 
 def _save_baseline(repo: PreparedRepo, statuses: dict[str, TestStatus]) -> None:
     """Seed generators' baseline cache with a measured run, so that they need not run the suite again."""
-    cache = paths.home() / "baselines" / f"{repo.spec.name}-{venv_key(repo.spec)}.json"
+    cache = baseline_path(repo.spec)
     if not cache.exists():
         cache.parent.mkdir(exist_ok=True)
         tmp = cache.with_suffix(f".{os.getpid()}.tmp")

@@ -223,6 +223,11 @@ def venv_key(spec: RepoSpec) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def baseline_path(spec: RepoSpec) -> Path:
+    """Where the pristine tree's per-test statuses are cached (run as graded: the tests read-only)."""
+    return paths.home() / "baselines" / f"{spec.name}-{venv_key(spec)}-ro.json"
+
+
 def _run_logged(cmd: list[str], log: list[str], what: str, spec: RepoSpec, **kw) -> None:
     if "pip" in cmd[:3]:
         PIP_RUNS["install"] += 1

@@ -22,6 +22,10 @@ dependencies changed), a lock resolved for that release is used instead and reco
 is skipped with a one-line reason in the report (no tests, no sdist, no test change, suite does not run);
 every pair's outcome is remembered under ``$FROG_GYM_HOME/mine``, so mining resumes where it stopped.
 
+The parts live beside this driver: the index client (:mod:`~frog_gym.generators.releases`), hunks and
+delta debugging (:mod:`~frog_gym.generators.hunks`), changelog matching
+(:mod:`~frog_gym.generators.changelog`) and mirror tasks (:mod:`~frog_gym.generators.mirror`).
+
 Example:
     >>> hunks_of("a.py", "x = 1\\ny = 2\\nz = 3\\n", "x = 1\\ny = 5\\nz = 3\\n")[0].new
     ('y = 5\\n',)
@@ -30,36 +34,43 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 import os
 import re
 import shutil
-import ssl
 import time
-import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import parse_sdist_filename
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from frog_gym import paths
 from frog_gym.grading import TestStatus, grade, run_tests
-from frog_gym.live import MIRROR_MARK, LIVE_MARK, release_spec
-from frog_gym.snapshot import PreparedRepo, prepare, resolve_lock, sha256_file, snapshot_tree
+from frog_gym.live import LIVE_MARK, MIRROR_MARK, release_spec
+from frog_gym.snapshot import PreparedRepo, prepare, resolve_lock, snapshot_tree
 from frog_gym.spec import RepoSpec, load_repo, repos_dir
 from frog_gym.task import Task, ids_sidecar_text
 from frog_gym.workspace import Change, Template, Workspace, _manifest, diff_text, template_for, write_changes
+from frog_gym.generators.changelog import (
+    changelog_entries,
+    changelog_section,
+    clean_entry,
+    enclosing_names,
+    fix_names,
+    issue_refs,
+    match_changelog,
+)
+from frog_gym.generators.hunks import Hunk, apply_hunks, hunks_of, minimize
+from frog_gym.generators.mirror import mirror_task, reverse_onto
+from frog_gym.generators.releases import Release, fetch_release, list_releases
 from frog_gym.generators.restate import compose
 from frog_gym.generators.statements import Failure
 from frog_gym.generators.validate import Scratch
 
-DEFAULT_INDEX = "https://pypi.org/simple"
 MAX_HUNKS = 120
 """A release pair with more source hunks than this is skipped (too large to reduce in reasonable time)."""
 MAX_RUNS = 20
@@ -71,84 +82,6 @@ PAIR_BUDGET_S = 420.0
 TEST_TIMEOUT = 8
 """Per-test timeout (seconds) of the miner's runs: a new test that hangs on the old release fails fast."""
 _MARKER = ".frog-complete"
-
-
-# -- the index -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Release:
-    """One release's source distribution as the index lists it."""
-
-    version: str
-    filename: str
-    url: str
-    sha256: str
-    uploaded: str
-    """ISO time of the upload (the release date)."""
-    requires_python: str = ""
-
-
-def index_url() -> str:
-    """The package index pip is configured with (``PIP_INDEX_URL``, pip's config), else PyPI."""
-    url = os.environ.get("PIP_INDEX_URL", "")
-    if not url:
-        import subprocess
-        import sys
-
-        proc = subprocess.run([sys.executable, "-m", "pip", "config", "get", "global.index-url"],
-                              capture_output=True, text=True)
-        url = proc.stdout.strip() if proc.returncode == 0 else ""
-    return (url or DEFAULT_INDEX).rstrip("/")
-
-
-def _ssl() -> ssl.SSLContext:
-    cafile = os.environ.get("PIP_CERT") or None
-    return ssl.create_default_context(cafile=cafile if cafile and os.path.exists(cafile) else None)
-
-
-def list_releases(project: str, index: str | None = None) -> list[Release]:
-    """Final releases of ``project`` with an sdist, oldest first (PEP 691 JSON from the index).
-
-    Raises:
-        OSError: the index cannot be reached.
-    """
-    url = f"{index or index_url()}/{project}/"
-    req = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-    with urllib.request.urlopen(req, timeout=60, context=_ssl()) as r:
-        data = json.loads(r.read())
-    best: dict[Version, Release] = {}
-    for f in data.get("files", []):
-        name = f["filename"]
-        if f.get("yanked") or not name.endswith((".tar.gz", ".zip")) or "sha256" not in f.get("hashes", {}):
-            continue
-        try:
-            _, v = parse_sdist_filename(name)
-        except (InvalidVersion, ValueError):
-            continue
-        if v.is_prerelease or v.is_devrelease:
-            continue
-        rel = Release(str(v), name, f["url"], f["hashes"]["sha256"], f.get("upload-time") or "",
-                      f.get("requires-python") or "")
-        if v not in best or name.endswith(".tar.gz"):
-            best[v] = rel
-    return [best[v] for v in sorted(best)]
-
-
-def fetch_release(spec: RepoSpec, rel: Release) -> RepoSpec:
-    """Download ``rel``'s sdist into the sdist cache (verified against the index's sha256) and return the
-    spec of that release; the tree is then unpacked by the usual snapshot machinery."""
-    cache = paths.home() / "sdists"
-    cache.mkdir(exist_ok=True)
-    if not any(cache.glob(f"{rel.sha256}.*")):
-        tmp = cache / f".{rel.sha256}.{os.getpid()}.part"
-        url = rel.url if "://" in rel.url else f"{index_url()}/{spec.source.name}/{rel.url}"
-        with urllib.request.urlopen(url, timeout=120, context=_ssl()) as r, open(tmp, "wb") as out:
-            shutil.copyfileobj(r, out)
-        got = sha256_file(tmp)
-        if got != rel.sha256:
-            tmp.unlink()
-            raise OSError(f"{rel.filename}: sha256 {got} differs from the index's {rel.sha256}")
-        os.replace(tmp, cache / f"{rel.sha256}{'.zip' if rel.filename.endswith('.zip') else '.tar.gz'}")
-    return release_spec(spec, rel.version, rel.sha256)
 
 
 # -- trees and hunks -----------------------------------------------------------------------------------
@@ -181,256 +114,6 @@ def _is_source(spec: RepoSpec, rel: str) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class Hunk:
-    """One contiguous change of a source file: old lines ``[start, end)`` become ``new``. A file created in
-    N+1 is one hunk with ``created``; a file deleted is one hunk with ``deleted``."""
-
-    path: str
-    start: int
-    end: int
-    new: tuple[str, ...]
-    created: bool = False
-    deleted: bool = False
-
-
-def hunks_of(path: str, old: str | None, new: str | None, context: int = 2) -> list[Hunk]:
-    """The hunks turning ``old`` into ``new`` (changes closer than ``context`` lines form one hunk)."""
-    if old is None:
-        return [Hunk(path, 0, 0, tuple((new or "").splitlines(keepends=True)), created=True)]
-    a = old.splitlines(keepends=True)
-    if new is None:
-        return [Hunk(path, 0, len(a), (), deleted=True)]
-    b = new.splitlines(keepends=True)
-    out: list[list[int]] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "equal":
-            continue
-        if out and i1 - out[-1][1] <= context:
-            out[-1][1], out[-1][3] = i2, j2
-        else:
-            out.append([i1, i2, j1, j2])
-    return [Hunk(path, i1, i2, tuple(b[j1:j2])) for i1, i2, j1, j2 in out]
-
-
-def apply_hunks(old: dict[str, str], hunks: Iterable[Hunk]) -> list[Change]:
-    """The changes that apply ``hunks`` to the files ``old`` (path -> text of release N)."""
-    by_path: dict[str, list[Hunk]] = {}
-    for h in hunks:
-        by_path.setdefault(h.path, []).append(h)
-    out = []
-    for path, hs in sorted(by_path.items()):
-        before = old.get(path)
-        if any(h.created for h in hs):
-            out.append(Change(path, None, "".join(hs[0].new).encode()))
-            continue
-        if any(h.deleted for h in hs):
-            out.append(Change(path, (before or "").encode(), None))
-            continue
-        a = (before or "").splitlines(keepends=True)
-        text, pos = [], 0
-        for h in sorted(hs, key=lambda h: h.start):
-            text += a[pos:h.start] + list(h.new)
-            pos = h.end
-        text += a[pos:]
-        out.append(Change(path, (before or "").encode(), "".join(text).encode()))
-    return out
-
-
-def minimize(items: list[Any], passes: Callable[[list[Any]], bool], budget: list[int]) -> list[Any]:
-    """Delta debugging (Zeller's ddmin): a 1-minimal sublist of ``items`` for which ``passes`` holds,
-    given that it holds for ``items``. ``budget[0]`` counts down the calls allowed; at zero the current
-    (passing) list is returned.
-
-    >>> minimize(list(range(8)), lambda s: {2, 5} <= set(s), [100])
-    [2, 5]
-    """
-    n = 2
-    while len(items) >= 2 and budget[0] > 0:
-        size = -(-len(items) // n)
-        chunks = [items[i:i + size] for i in range(0, len(items), size)]
-        for subset in chunks + ([] if n == 2 else [[x for x in items if x not in c] for c in chunks]):
-            if budget[0] <= 0:
-                return items
-            budget[0] -= 1
-            if passes(subset):
-                items, n = subset, (2 if subset in chunks else max(n - 1, 2))
-                break
-        else:
-            if n >= len(items):
-                break
-            n = min(2 * n, len(items))
-    return items
-
-
-# -- changelogs ----------------------------------------------------------------------------------------
-_CHANGELOG = re.compile(r"^(changes|changelog|history|news|release[-_]?notes|whatsnew|whats[-_]new)"
-                        r"(\.(rst|md|txt|markdown))?$", re.I)
-_BULLET = re.compile(r"^(\s*)([-*+]|\d+[.)])\s+")
-_UNDERLINE = re.compile(r"^\s*([=\-~^*+#`'\"])\1{2,}\s*$")
-_ROLE = re.compile(r":[\w:.-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-_COMMON = {"self", "None", "True", "False", "return", "def", "class", "import", "from", "the", "and", "for",
-           "not", "with", "str", "int", "len", "raise", "elif", "else", "try", "except", "pass", "lambda",
-           "while", "yield", "kwargs", "args", "value", "values", "name", "data", "result", "isinstance"}
-
-
-def changelog_files(tree: Path) -> list[str]:
-    """Changelog files of an unpacked sdist (root, ``docs/``, ``doc/``), relative paths; the README last
-    (some projects keep their version history there)."""
-    out = []
-    for d in ("", "docs", "doc", "docs/source", "doc/source"):
-        folder = tree / d if d else tree
-        if folder.is_dir():
-            out += [f"{d}/{p.name}".lstrip("/") for p in sorted(folder.iterdir())
-                    if p.is_file() and _CHANGELOG.match(p.name)]
-    return out + [p.name for p in sorted(tree.glob("README*")) if p.is_file()]
-
-
-def version_bullets(text: str, version: str) -> list[str]:
-    """Entries written as one bullet that starts with the version (``- 1.22.4 Fix ...``), without it.
-
-    >>> version_bullets("- 1.2.1 Fix b.\\n- 1.2.0 Add a.\\n", "1.2.1")
-    ['Fix b.']
-    """
-    want = _version_re(version)
-    out = []
-    for line in text.splitlines():
-        m = _BULLET.match(line)
-        if m and (v := want.match(line[m.end():])):
-            out.append(line[m.end() + v.end():].strip(" :-\t"))
-    return [e for e in out if e]
-
-
-def _version_re(version: str) -> re.Pattern[str]:
-    v = Version(version)
-    forms = {version, str(v), v.base_version}
-    if len(v.release) == 3 and v.release[2] == 0:
-        forms.add(f"{v.release[0]}.{v.release[1]}")
-    alts = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
-    return re.compile(rf"(?<![\w.])v?({alts})(?![\w]|\.\d)")
-
-
-_ANY_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(\.\d+)*(?![\w])")
-
-
-def _is_heading(lines: list[str], i: int) -> bool:
-    line = lines[i].strip()
-    if not line or len(line) > 100:
-        return False
-    if line.startswith("#") or re.match(r"^(version|release|v)?\s*\d+\.\d+", line, re.I):
-        return True
-    return i + 1 < len(lines) and bool(_UNDERLINE.match(lines[i + 1]))
-
-
-def changelog_section(text: str, version: str) -> str:
-    """The section of a changelog about ``version`` (its heading line to the next version heading).
-
-    >>> changelog_section("2.1\\n---\\n- Fix a.\\n\\n2.0\\n---\\n- Add b.\\n", "2.1")
-    '- Fix a.'
-    """
-    lines = text.splitlines()
-    want = _version_re(version)
-    start = next((i for i, line in enumerate(lines) if want.search(line) and _is_heading(lines, i)), None)
-    if start is None:
-        return ""
-    body = start + 1
-    if body < len(lines) and _UNDERLINE.match(lines[body]):
-        body += 1
-    end = len(lines)
-    for i in range(body, len(lines)):
-        if _ANY_VERSION.search(lines[i]) and _is_heading(lines, i) and not _BULLET.match(lines[i]):
-            end = i
-            break
-    return "\n".join(lines[body:end]).strip()
-
-
-def changelog_entries(section: str) -> list[str]:
-    """The entries of a section: its outermost bullets (continuation lines joined), else its paragraphs."""
-    lines = section.splitlines()
-    bullets = [(len(m.group(1)), i) for i, line in enumerate(lines) if (m := _BULLET.match(line))]
-    if not bullets:
-        return [p.strip() for p in re.split(r"\n\s*\n", section) if p.strip()]
-    top = min(ind for ind, _ in bullets)
-    starts = [i for ind, i in bullets if ind == top]
-    out = []
-    for k, s in enumerate(starts):
-        e = starts[k + 1] if k + 1 < len(starts) else len(lines)
-        chunk = [lines[s]] + [ln for ln in lines[s + 1:e] if ln.startswith(" " * (top + 1)) or not ln.strip()]
-        text = "\n".join(chunk).strip()
-        text = _BULLET.sub("", text, count=1)
-        out.append(re.sub(r"\n\s*\n.*", "", text, flags=re.S).strip() or text)
-    return out
-
-
-def clean_entry(text: str) -> str:
-    """A changelog entry as plain text: RST roles and literals unwrapped, lines joined.
-
-    >>> clean_entry("Fix :func:`foo` for ``None``.\\n  :issue:`12`")
-    'Fix `foo` for `None`. `12`'
-    """
-    text = _ROLE.sub(lambda m: f"`{m.group(1).strip()}`", text)
-    text = text.replace("``", "`")
-    text = re.sub(r"^(`?#?\d+`?[,\s]*)+:\s*", "", text)  # a leading issue reference ("`506`: ...")
-    return re.sub(r"\s*\n\s*", " ", text).strip()
-
-
-def fix_names(hunks: list[Hunk], old: dict[str, str]) -> tuple[set[str], set[str]]:
-    """``(identifiers, modules)`` a changelog entry about these hunks would name: identifiers on the
-    changed lines and the functions or classes that enclose them; the touched modules' names."""
-    idents: set[str] = set()
-    mods: set[str] = set()
-    for h in hunks:
-        stem = Path(h.path).stem
-        mods.add(Path(h.path).parent.name if stem == "__init__" else stem)
-        a = (old.get(h.path) or "").splitlines()
-        changed = list(h.new) + a[h.start:h.end]
-        for line in changed:
-            idents.update(i for i in _IDENT.findall(line) if i not in _COMMON)
-        for line in reversed(a[:h.start + 1]):
-            m = re.match(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", line)
-            if m:
-                idents.add(m.group(1))
-                if not line.startswith((" ", "\t")):
-                    break
-    return idents, mods - {"__init__", ""}
-
-
-def enclosing_names(hunks: list[Hunk], old: dict[str, str]) -> set[str]:
-    """The functions and classes whose bodies the hunks change (the most specific names an entry can give)."""
-    out = set()
-    for h in hunks:
-        for line in reversed((old.get(h.path) or "").splitlines()[:h.start + 1]):
-            m = re.match(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", line)
-            if m:
-                out.add(m.group(1))
-                break
-    return out - _COMMON
-
-
-def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str], defs: set[str] = frozenset()
-                    ) -> tuple[str, str, float]:
-    """``(entry, changelog file, score)`` of the best-matching entry of ``version``'s section, or
-    ``("", "", 0)`` when no entry names an identifier of the fix (or two of its modules; or, when it is the
-    release's only entry, one of them). Naming a function the fix changes (``defs``) weighs most."""
-    best = ("", "", 0.0)
-    for rel in changelog_files(tree):
-        try:
-            text = (tree / rel).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        entries = changelog_entries(changelog_section(text, version)) if not rel.startswith("README") else []
-        entries = entries or version_bullets(text, version)
-        for entry in entries:
-            words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", entry))
-            lower = {w.lower() for w in words}
-            score = (2.0 * len({i for i in idents if i in words}) + len({m for m in mods if m.lower() in lower})
-                     + 4.0 * len({d for d in defs if d in words}))
-            if len(entries) == 1 and score >= 1:  # the release's only entry, and it names what the fix touches
-                score = max(score, 2.0)
-            if score > best[2]:
-                best = (entry, rel, score)
-    return best if best[2] >= 2 else ("", "", 0.0)
 
 
 # -- the miner -----------------------------------------------------------------------------------------
@@ -499,6 +182,15 @@ class _Pair:
         return r
 
 
+def _is_text(b: bytes | None) -> bool:
+    """Whether ``b`` (a file's bytes, ``None`` for an absent file) is UTF-8 text."""
+    try:
+        _text(b)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _text(b: bytes | None) -> str | None:
     if b is None:
         return None
@@ -565,11 +257,13 @@ def mine_pair(spec: RepoSpec, a: Release, b: Release, *, tasks_dir: Path | None 
         return done("skipped", "no test module added or changed")
     if not src_changed:
         return done("skipped", "no source change")
-    try:
-        old_text = {p: _text(fa[p]) for p in src_changed if p in fa}
-        new_text = {p: _text(fb[p]) for p in src_changed if p in fb}
-    except UnicodeDecodeError:
-        return done("skipped", "a changed source file is not UTF-8 text")
+    # binary data beside the code (compiled message catalogues, images) cannot be a hunk of a text patch;
+    # a fix that needs it fails its reduction and is skipped there
+    src_changed = [p for p in src_changed if all(_is_text(t.get(p)) for t in (fa, fb))]
+    if not src_changed:
+        return done("skipped", "every changed source file is binary")
+    old_text = {p: _text(fa[p]) for p in src_changed if p in fa}
+    new_text = {p: _text(fb[p]) for p in src_changed if p in fb}
     hunks = [h for p in src_changed for h in hunks_of(p, old_text.get(p), new_text.get(p))]
     if len(hunks) > MAX_HUNKS:
         return done("skipped", f"the source change has {len(hunks)} hunks (limit {MAX_HUNKS})")
@@ -694,6 +388,15 @@ def _mine(pair: _Pair, spec: RepoSpec, a: Release, b: Release, res: PairResult, 
     return done("kept" if res.kept else "skipped", "" if res.kept else "no candidate survived validation")
 
 
+def statement_ok(repo: str, version: str, sha256: str, f2p: Iterable[str]) -> Callable[[str], bool]:
+    """Whether a statement passes the statement checker on release ``version`` of ``repo`` (it names no
+    test and no symbol that release lacks)."""
+    from frog_gym.generators.statement_check import problems, repo_symbols
+
+    symbols, pkgs, _ = repo_symbols(repo, version, sha256)
+    return lambda text: not problems(text, tuple(f2p), "", symbols, set(pkgs))
+
+
 def _existing_ids(path: Path) -> set[str]:
     if not path.exists():
         return set()
@@ -725,7 +428,9 @@ def _build_task(pair: _Pair, spec: RepoSpec, a: Release, b: Release, iid: str, h
     idents, mods = fix_names(hunks, old_text)
     for t in f2p:
         idents.update(w for w in re.findall(r"[A-Za-z_]\w{2,}", t.split("::")[-1].split("[")[0]) if w != "test")
-    entry, source, score = match_changelog(pair.new.tree, b.version, idents, mods, enclosing_names(hunks, old_text))
+    entry, source, score = match_changelog(pair.new.tree, b.version, idents, mods,
+                                           enclosing_names(hunks, old_text),
+                                           statement_ok(spec.name, a.version, a.sha256, f2p), issue_refs(f2p))
     if entry:
         statement, kind = clean_entry(entry), "changelog"
     else:
@@ -768,80 +473,6 @@ def validate_live(pair: _Pair, task: Task, runs: int = 3) -> tuple[bool, str, di
             if not g.is_resolved:
                 return False, f"run {n + 1} with the gold patch: {g.resolved.value} {g.note[:200]}", {}
     return True, "", {"runs": runs, "graded": True, "seconds": round(time.monotonic() - start, 1)}
-
-
-def reverse_onto(tree: Path, hunks: list[Hunk], old: dict[str, str]) -> list[Change]:
-    """The changes that undo ``hunks`` (a fix of release N, ``old`` its files) in another release's ``tree``:
-    each hunk's fixed lines, with a line of N's context on each side (or, failing that, alone), must occur
-    exactly once in the file (wherever it moved to), and are replaced by the lines before the fix.
-
-    Raises:
-        ValueError: a file is missing, or a hunk's fixed text is not found exactly once.
-    """
-    out = []
-    by_path: dict[str, list[Hunk]] = {}
-    for h in hunks:
-        by_path.setdefault(h.path, []).append(h)
-    for path, hs in sorted(by_path.items()):
-        if any(h.created or h.deleted for h in hs):
-            raise ValueError(f"{path}: the fix creates or deletes the file")
-        # the module may have moved since: pkg.py -> pkg/__init__.py, into or out of src/
-        moved = [path, path.removesuffix(".py") + "/__init__.py", f"src/{path}", path.removeprefix("src/")]
-        p = next((tree / m for m in moved if (tree / m).is_file()), tree / path)
-        if not p.is_file():
-            raise ValueError(f"{path} is not in the pinned release")
-        text = p.read_text(encoding="utf-8")
-        a = (old.get(path) or "").splitlines(keepends=True)
-        for h in sorted(hs, key=lambda h: -h.start):
-            before = a[h.start - 1] if h.start > 0 else ""
-            after = a[h.end] if h.end < len(a) else ""
-            fixed = before + "".join(h.new) + after
-            bare = "".join(h.new)
-            if fixed.strip() and text.count(fixed) == 1:
-                text = text.replace(fixed, before + "".join(a[h.start:h.end]) + after)
-            elif bare.strip() and text.count(bare) == 1:  # its context changed since; its own lines did not
-                text = text.replace(bare, "".join(a[h.start:h.end]))
-            else:
-                raise ValueError(f"{path}: the fixed lines near line {h.start + 1} occur "
-                                 f"{text.count(fixed) if fixed.strip() else 0} times in the pinned release")
-        out.append(Change(p.relative_to(tree).as_posix(), p.read_bytes(), text.encode()))
-    return [c for c in out if c.old != c.new]
-
-
-def mirror_task(fix: Task, hunks: list[Hunk], old: dict[str, str], runs: int = 3) -> tuple[Task | None, str]:
-    """The fix of a mined task reversed onto the repository's pinned release (a real bug brought back),
-    validated like every generated task (:func:`frog_gym.generators.validate.validate`), or ``(None, why)``.
-
-    Its tests are the pinned release's own (visible, as in every training task): the mined task's
-    FAIL_TO_PASS and PASS_TO_PASS that still exist and pass there are the candidates."""
-    from frog_gym.generators.validate import Scratch as _Scratch, baseline, validate
-
-    spec = load_repo(fix.repo)
-    repo = prepare(spec)
-    try:
-        fixed = reverse_onto(repo.tree, hunks, old)
-    except (ValueError, UnicodeDecodeError) as e:  # a fix that no longer applies is the common case
-        return None, f"the fix does not reverse onto {spec.source.version}: {str(e)[:160]}"
-    if not fixed:
-        return None, "the fix reverses to no change"
-    passing = {t for t, s in baseline(repo).items() if TestStatus(s).ok}
-    cands = [t for t in (*fix.FAIL_TO_PASS, *fix.PASS_TO_PASS) if t in passing]
-    if not any(t in passing for t in fix.FAIL_TO_PASS):
-        return None, f"none of the fix's tests passes on {spec.source.version} under the same id"
-    with _Scratch() as ws:
-        v = validate(repo, fixed, candidates=cands, runs=runs, workspace=ws, details=True, max_fail_to_pass=40)
-    if not v.ok:
-        return None, f"validation: {v.reason}"
-    bug = diff_text(fixed)
-    gold = diff_text([Change(c.path, c.new, c.old) for c in fixed])
-    prov = {k: fix.provenance[k] for k in ("from_version", "to_version", "to_sha256", "released", "statement",
-                                           "changelog", "changelog_score")}
-    return dataclasses.replace(
-        fix, instance_id=fix.instance_id, version=spec.source.version, base_commit=spec.source.key, patch=gold,
-        bug_patch=bug, test_patch="", FAIL_TO_PASS=tuple(v.fail_to_pass), PASS_TO_PASS=tuple(v.pass_to_pass),
-        provenance={"generator": "mirror", **prov},
-        features={**fix.features, "f2p": len(v.fail_to_pass), "crash": v.crash},
-        validation={"runs": v.runs, "seconds": round(v.seconds, 1), "flaky": v.flaky}), ""
 
 
 def _changes_of(tree: Path, patch: str) -> list[Change]:
@@ -887,8 +518,12 @@ def restate(path: Path) -> int:
             for test in t.FAIL_TO_PASS:
                 idents.update(w for w in re.findall(r"[A-Za-z_]\w{2,}", test.split("::")[-1].split("[")[0])
                               if w != "test")
+            src = prov.get("source") or {}
             entry, source, score = match_changelog(tree_new, prov["to_version"], idents, mods,
-                                                   enclosing_names(hunks, old))
+                                                   enclosing_names(hunks, old),
+                                                   statement_ok(t.repo, src.get("version", ""),
+                                                                src.get("sha256", ""), t.FAIL_TO_PASS),
+                                                   issue_refs(t.FAIL_TO_PASS))
             if entry and (prov["statement"] == "generated" or clean_entry(entry) != t.problem_statement):
                 prov.update(statement="changelog", changelog=source, changelog_score=score)
                 t = dataclasses.replace(t, problem_statement=clean_entry(entry), statement_level="full",
@@ -929,13 +564,34 @@ def state_path(spec: RepoSpec, a: Release, b: Release, family: str = "live") -> 
     return mine_dir() / spec.name / f"{a.version}..{b.version}{suffix}.json"
 
 
-def live_releases(repo: str) -> set[str]:
+def live_releases(repo: str, family: str = "live") -> set[str]:
     """The releases N+1 whose fixes some live task of ``repo`` carries (mirror tasks never reuse them)."""
-    path = live_path(repo)
+    path = live_path(repo, family=family)
     if not path.exists():
         return set()
     return {json.loads(line)["provenance"]["to_version"] for line in path.read_text(encoding="utf-8").splitlines()
             if line.strip()}
+
+
+def mirror_releases(repo: str) -> set[str]:
+    """The releases N+1 whose fixes some mirror task of ``repo`` carries (live tasks never reuse them)."""
+    return live_releases(repo, "mirror")
+
+
+def family_pairs(spec: RepoSpec, pairs: list[tuple[Release, Release]], family: str
+                 ) -> list[tuple[Release, Release]]:
+    """The ``pairs`` that ``family`` may mine: a release pair belongs to one family only.
+
+    Mirror tasks come from pairs up to the pinned release that were never mined for live tasks and whose
+    N+1 no live task carries; live tasks skip the pairs mined for mirror tasks and the N+1 of every
+    mirror task, so that a fix is never both held out and trained on."""
+    if family == "mirror":
+        pinned = Version(spec.source.version)
+        live = {p.stem.split("..")[1] for p in (mine_dir() / spec.name).glob("*..*.json")
+                if not p.stem.endswith(".mirror")} | live_releases(spec.name)
+        return [(a, b) for a, b in pairs if Version(b.version) <= pinned and b.version not in live]
+    mirror = mirror_releases(spec.name)
+    return [(a, b) for a, b in pairs if not state_path(spec, a, b, "mirror").exists() and b.version not in mirror]
 
 
 def mine(repos: list[str], *, since: str | None = None, max_pairs: int | None = 12, runs: int = 3,
@@ -957,13 +613,8 @@ def mine(repos: list[str], *, since: str | None = None, max_pairs: int | None = 
         except OSError as e:
             log(f"{name}: skipped: the index could not be read: {e}")
             continue
-        pinned = Version(spec.source.version)
-        todo = pairs_for(spec, releases, since, None if family == "mirror" else max_pairs)
-        if family == "mirror":
-            live = {p.stem.split("..")[1] for p in (mine_dir() / name).glob("*..*.json")
-                    if not p.stem.endswith(".mirror")} | live_releases(name)
-            todo = [(a, b) for a, b in todo if Version(b.version) <= pinned and b.version not in live]
-            todo = todo[:max_pairs] if max_pairs else todo
+        todo = family_pairs(spec, pairs_for(spec, releases, since, None), family)
+        todo = todo[:max_pairs] if max_pairs else todo
         for a, b in todo:
             sp = state_path(spec, a, b, family)
             if sp.exists():
@@ -1017,5 +668,6 @@ def all_results(family: str = "live") -> list[PairResult]:
     return out
 
 
-__all__ = ["Release", "Hunk", "PairResult", "list_releases", "mine", "mine_pair", "minimize", "report",
-           "changelog_section", "changelog_entries", "match_changelog", "MIRROR_MARK"]
+__all__ = ["Release", "Hunk", "PairResult", "list_releases", "fetch_release", "mine", "mine_pair", "minimize",
+           "report", "hunks_of", "apply_hunks", "changelog_section", "changelog_entries", "clean_entry",
+           "fix_names", "issue_refs", "match_changelog", "reverse_onto", "mirror_task", "MIRROR_MARK"]

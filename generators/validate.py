@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from frog_gym import paths
-from frog_gym.grading import RunResult, TestStatus, run_selected, run_tests, test_files_of
-from frog_gym.snapshot import PreparedRepo, venv_key
+from frog_gym.grading import RunResult, TestStatus, run_tests, test_files_of
+from frog_gym.snapshot import PreparedRepo, baseline_path
 from frog_gym.workspace import Change, Template, Workspace, _manifest, diff_text, write_changes
 
 
@@ -84,20 +86,61 @@ def patches(changes: list[Change]) -> tuple[str, str]:
 
 
 def baseline(repo: PreparedRepo, timeout: float = 600) -> dict[str, str]:
-    """Per-test statuses of the pristine tree, run once per venv and cached."""
-    cache = paths.home() / "baselines" / f"{repo.spec.name}-{venv_key(repo.spec)}.json"
+    """Per-test statuses of the pristine tree, run once per venv and cached, as grading runs
+    tests: with the spec's test paths mounted read-only (a test that writes into its own folder fails there,
+    so it can never be a task's FAIL_TO_PASS or PASS_TO_PASS test)."""
+    cache = baseline_path(repo.spec)
     if cache.exists():
         return json.loads(cache.read_text())
     with Scratch() as ws:
         shutil.rmtree(ws.path, ignore_errors=True)
         shutil.copytree(repo.tree, ws.path, symlinks=True)
-        statuses, code, note, infra = run_selected(repo, ws.path, None, timeout)
-    if infra or not statuses:
-        raise RuntimeError(f"the baseline run of '{repo.spec.name}' failed: {infra or note}")
-    out = {t: s.value for t, s in sorted(statuses.items())}
+        r = run_tests(repo, ws.path, None, timeout, protect=repo.spec.tests.paths)
+    if r.infra_failure or not r.statuses:
+        raise RuntimeError(f"the baseline run of '{repo.spec.name}' failed: {r.infra_failure or r.note}")
+    out = {t: s.value for t, s in sorted(r.statuses.items())}
     cache.parent.mkdir(exist_ok=True)
-    cache.write_text(json.dumps(out))
+    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(out))
+    os.replace(tmp, cache)
     return out
+
+
+def drop_ungradable(path: Path) -> Counter:
+    """Rewrite a task file so that every task's tests pass on the pristine tree as grading runs them
+    (:func:`baseline`): PASS_TO_PASS tests that don't are dropped from the task, and a task whose
+    FAIL_TO_PASS holds one is dropped. Returns the counts of :func:`rewrite_task_file` plus ``tests dropped``."""
+    from frog_gym.generators.synthesis import rewrite_task_file
+    from frog_gym.live import is_live, task_spec
+    from frog_gym.snapshot import prepare
+    from frog_gym.task import Task
+
+    dropped: Counter = Counter()
+    ok: dict[str, set[str]] = {}
+
+    def passing(task: Task) -> set[str]:
+        repo = prepare(task_spec(task))
+        key = f"{repo.spec.name}-{repo.spec.source.key}"
+        if key not in ok:
+            ok[key] = {t for t, s in baseline(repo).items() if TestStatus(s).ok}
+        return ok[key]
+
+    def fix(d: dict) -> dict | None:
+        task = Task.from_dict(d, str(path))
+        if is_live(task.instance_id):  # graded by grade() itself when mined
+            return d
+        good = passing(task)
+        if not set(task.FAIL_TO_PASS) <= good:
+            return None
+        keep = [t for t in d["PASS_TO_PASS"] if t in good]
+        dropped["tests dropped"] += len(d["PASS_TO_PASS"]) - len(keep)
+        return d if len(keep) == len(d["PASS_TO_PASS"]) else {**d, "PASS_TO_PASS": keep}
+
+    counts = rewrite_task_file(path, fix)
+    return counts + dropped
+
+
+_TEMPLATES: dict[str, Template] = {}
 
 
 _TEMPLATES: dict[str, Template] = {}

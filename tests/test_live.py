@@ -128,3 +128,15 @@ def test_a_release_whose_tests_needed_another_lock_carries_it():
     spec = task_spec(t)
     assert spec.install.lock == tuple(t.provenance["source"]["lock"]) != load_repo(t.repo).install.lock
     assert all("--hash=sha256:" in line for line in spec.install.lock)
+
+
+@needs_live
+def test_no_fix_is_both_held_out_and_a_mirror_training_task():
+    from frog_gym.live import MIRROR_MARK
+
+    def fixes(ids):
+        return {(load_task(i).repo, load_task(i).provenance["to_version"]) for i in ids}
+
+    mirror = [i for i in registered_task_ids() if MIRROR_MARK in i]
+    assert mirror and not fixes(LIVE) & fixes(mirror)
+    assert all(load_task(i).provenance["generator"] == "mirror" for i in mirror)

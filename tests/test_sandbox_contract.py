@@ -193,3 +193,28 @@ def test_env_gold_fix_scores_one_and_bare_submit_zero(backend):
         assert terminated and reward == 0.0 and info["report"]["resolved"] == "RESOLVED_NO"
     finally:
         env.close()
+
+
+def test_kill_all_ends_every_process_and_the_next_command_gets_a_fresh_shell(sb):
+    sb.run("true")
+    sb.kill_all()
+    keeper = set(sb.sandbox_pids())  # what the backend itself keeps (Docker: the container's PID-1 supervisor)
+    sb.run("export KEEP=1; setsid sleep 304 & nohup sleep 305 >/dev/null 2>&1 &")
+    pids = [p for p in sb.sandbox_pids() if p not in keeper]
+    assert len(pids) >= 3  # the shell and both sleeps
+    sb.kill_all()
+    assert _gone(pids)
+    r = sb.run("echo ${KEEP:-fresh}")
+    assert r.exit_code == 0 and r.output == "fresh\n"
+
+
+def test_disk_budget_fails_the_command_and_the_episode_goes_on(backend, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with make_sandbox(backend, None, ws, Limits(command_timeout=30, disk_bytes=32 << 20)) as s:
+        r = s.run("head -c 48M /dev/zero > big && echo wrote")
+        assert "the workspace is over its 32 MiB budget; delete files" in r.output
+        assert r.exit_code not in (0, None)
+        ok = s.run("rm big && echo cleaned")
+        assert ok.exit_code == 0 and ok.output.endswith("cleaned\n")
+        assert s.run("echo fine").output == "fine\n"

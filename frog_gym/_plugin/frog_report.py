@@ -19,6 +19,15 @@ the report with it (HMAC-SHA256 of the canonical JSON, key ``"signature"``), so 
 else fails verification. ``$FROG_SELECT`` may then be ``{"ids": [...], "canaries": [...]}``: the canaries are
 selected too and run last, so that a must-fail canary can't stop the run early.
 
+Grading also guards the test files (``"guard"`` in ``$FROG_SELECT``: the graded and hidden test files, the
+package's source folders, the test folders). An audit hook (PEP 578; installed at import, before any code
+under test runs, and impossible to remove) refuses, and records in the signed report (``"guard"``), every
+attempt by the package's own code to open one of those files, to link to it, or to start a process that
+names it (or a test folder, or a shell pattern), and any call it makes into C through ``ctypes``: code
+under test must not learn the hidden tests or the canaries at grading and special-case them. Reads through ``linecache`` (tracebacks, ``warnings``, ``inspect`` on a caller's
+frame) are the standard library's own and stay allowed. A frame counts as the package's when its file lies
+in the package's source and not in a test folder.
+
 With ``FROG_MODULES=1`` the report also lists every imported module and its file (``"modules"``): the
 grading server learns from a pristine collection which modules its parent may import ahead of time.
 """
@@ -53,6 +62,105 @@ def _signer():
 
 
 _sign = _signer()
+
+
+def _guard_config():
+    path = os.environ.get("FROG_SELECT")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            chosen = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return chosen.get("guard") if isinstance(chosen, dict) else None
+
+
+_guard_hits = []
+_GUARDED_EVENTS = frozenset(("open", "os.symlink", "os.link", "subprocess.Popen", "os.system",
+                             "os.exec", "os.posix_spawn", "os.spawn", "ctypes.dlsym"))
+
+
+def _install_guard(config):
+    import linecache
+    import tokenize
+
+    root = os.getcwd().rstrip("/") + "/"
+    files = frozenset(str(p) for p in config.get("files", ()))
+    names = frozenset(os.path.basename(p) for p in files)
+    code = tuple(str(c).strip("/") for c in config.get("code", ()))
+    tests = tuple(str(t).strip("/") for t in config.get("tests", ()))
+    words = tuple(sorted(names | {t.split("/")[-1] for t in tests if t}))
+    mediators = frozenset((linecache.__file__, tokenize.__file__))
+    try:
+        import _pytest
+
+        pytest_dir = os.path.dirname(_pytest.__file__) + "/"
+    except ImportError:  # pragma: no cover (the plugin only loads inside pytest)
+        pytest_dir = "\0"
+    getframe, fsdecode, basename, hits = sys._getframe, os.fsdecode, os.path.basename, _guard_hits
+
+    def under(rel, roots):
+        return any(r in ("", ".") or rel == r or rel.startswith(r + "/") for r in roots)
+
+    def from_package():
+        """Whether the innermost frame of the repository is the package's (not a test's), reached without
+        the standard library's source-line cache or pytest's own code in between (pytest reads the tests; a
+        package pytest itself runs on, like pluggy, has frames further out on every stack)."""
+        f, mediated = getframe(2), False
+        while f is not None:
+            fn = f.f_code.co_filename
+            if fn.startswith(pytest_dir):
+                return False
+            if fn.startswith(root):
+                rel = fn[len(root):]
+                if rel in files or under(rel, tests):
+                    return False
+                if under(rel, code):
+                    return not mediated
+            elif fn in mediators:
+                mediated = True
+            f = f.f_back
+        return False
+
+    def text(v):
+        if isinstance(v, (str, bytes, os.PathLike)):
+            try:
+                return fsdecode(v)
+            except (TypeError, ValueError):
+                return ""
+        if isinstance(v, (list, tuple)):
+            return " ".join(text(x) for x in v)
+        return ""
+
+    def hook(event, args):
+        if event not in _GUARDED_EVENTS:
+            return
+        if event in ("open", "os.symlink", "os.link"):
+            what = text(args[0]) if args else ""
+            if basename(what.rstrip("/")) not in names:
+                return
+            why = f"opened {what}" if event == "open" else f"linked to {what}"
+        elif event == "ctypes.dlsym":
+            why = "called into a C library through ctypes"
+        else:
+            command = text(args[1:3] if event == "os.spawn" else args[:2])
+            if not any(w in command for w in words) and not any(c in command for c in "*?["):
+                return
+            why = f"started a process that names the tests: {command[:200]}"
+        if not from_package():
+            return
+        message = f"code under test {why} (the tests it is graded by are not for it to read)"
+        if message not in hits:
+            hits.append(message)
+        raise PermissionError(message)
+
+    sys.addaudithook(hook)
+
+
+_guard = _guard_config()
+if _guard:
+    _install_guard(_guard)
 
 _selected = None
 _canaries = set()
@@ -187,6 +295,8 @@ def pytest_sessionfinish(session, exitstatus):
             out["details"] = _details
         if os.environ.get("FROG_MODULES"):  # the grading server's preload list (a pristine tree only)
             out["modules"] = {n: str(getattr(m, "__file__", "") or "") for n, m in list(sys.modules.items())}
+        if _guard:
+            out["guard"] = list(_guard_hits)
         if _repeat > 1:
             out["passes"] = [{nodeid: _status(p) for nodeid, p in ps.items()} for ps in _passes]
         if _sign is not None:

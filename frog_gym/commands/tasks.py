@@ -25,6 +25,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dedupe", action="store_true",
                    help="drop redundant tasks: one single-bug task per mutated line, and every combined task "
                         "holding a bug that is not itself a task (rewrites the task files)")
+    p.add_argument("--drop-ungradable", action="store_true",
+                   help="drop PASS_TO_PASS tests that fail on the pristine tree as grading runs it (tests mounted "
+                        "read-only: a test that writes into its own folder), and tasks whose FAIL_TO_PASS holds one "
+                        "(rewrites the task files)")
     p.add_argument("--difficulty", action="store_true",
                    help="the distribution of measured solve rates (tasks without one are counted apart)")
     p.add_argument("--import-results", metavar="RUN_DIR",
@@ -57,6 +61,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.dedupe:
         return _dedupe(ids)
+    if args.drop_ungradable:
+        from frog_gym.generators.validate import drop_ungradable
+        from frog_gym.live import is_live
+        from frog_gym.task import refresh_tasks
+
+        for name in sorted({task_index()[i][0] for i in ids if not is_live(i)}):  # FrogLive's: graded when mined
+            counts = drop_ungradable(_task_path(name))
+            print(f"{name}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())), flush=True)
+        refresh_tasks()
+        return 0
     if args.restate or args.hide_tests:
         from frog_gym.generators.hidden import hide_tests_file
         from frog_gym.generators.restate import restate_file

@@ -101,6 +101,14 @@ def test_the_entry_naming_the_fix_is_chosen_and_no_match_is_empty(tmp_path):
     entry, source, score = mine.match_changelog(tmp_path, "2.1.0", {"parse_range", "lo"}, {"ranges"})
     assert source == "CHANGES.rst" and entry.startswith("Fix :func:`parse_range`") and score >= 2
     assert mine.match_changelog(tmp_path, "2.1.0", {"unrelated_name"}, {"other"}) == ("", "", 0.0)
+    # an entry the statement checker would reject (here: one naming `Reader`, an API release N lacks) is
+    # passed over for the next entry that names the fix
+    accept = lambda text: "Reader" not in text  # noqa: E731
+    names = {"parse_range", "strict", "Reader"}
+    assert mine.match_changelog(tmp_path, "2.1.0", names, set())[0].startswith("Add the ``strict``")
+    assert mine.match_changelog(tmp_path, "2.1.0", names, set(), accept=accept)[0].startswith("Fix :func:`parse_range`")
+    assert mine.match_changelog(tmp_path, "2.1.0", {"strict"}, set(), accept=accept) == ("", "", 0.0)
+    assert mine.match_changelog(tmp_path, "2.1.0", {"strict"}, set())[0].startswith("Add the ``strict``")
 
 
 def test_fix_names_include_the_enclosing_function():
@@ -257,3 +265,31 @@ def test_a_fix_follows_its_module_into_a_package(tmp_path):
     (tmp_path / "parse" / "__init__.py").write_text("import re\n\n\ndef f(x):\n    return -x\n")
     (c,) = mine.reverse_onto(tmp_path, hs, old)
     assert c.path == "parse/__init__.py" and c.new.decode().endswith("def f(x):\n    return x\n")
+
+
+def test_a_release_pair_belongs_to_one_family(tmp_path, monkeypatch):
+    from frog_gym.spec import load_repo
+
+    monkeypatch.setenv("FROG_GYM_HOME", str(tmp_path))
+    spec = load_repo("semver")
+    rels = [mine.Release(v, f"semver-{v}.tar.gz", "", "0" * 64, f"2020-01-0{i + 1}")
+            for i, v in enumerate(["2.0.0", "2.0.1", "2.0.2", "2.0.3"])]
+    pairs = mine.pairs_for(spec, rels, None, None)
+    claimed = mine.state_path(spec, rels[1], rels[2], "mirror")
+    claimed.parent.mkdir(parents=True)
+    claimed.write_text("{}")
+    assert [b.version for _, b in mine.family_pairs(spec, pairs, "live")] == ["2.0.3", "2.0.1"]
+    mine.state_path(spec, rels[2], rels[3]).write_text("{}")
+    live_of_mirror = {b.version for _, b in mine.family_pairs(spec, pairs, "mirror")}
+    assert "2.0.3" not in live_of_mirror and {"2.0.1", "2.0.2"} <= live_of_mirror
+
+
+def test_an_entry_citing_the_issue_a_failing_test_is_named_after_wins(tmp_path):
+    (tmp_path / "CHANGES.rst").write_text("0.12.0\n------\n\n- Changed the signature of ``_match_file(patterns, file)``.\n"
+                                          "- `Issue #81`_: GitIgnoreSpec behaviors differ from git.\n")
+    tests = ["tests/test_02_gitwildmatch.py::GitWildMatchTest::test_14_issue_81_a"]
+    assert mine.issue_refs(tests) == {"81"}
+    idents = {"patterns", "file"}
+    assert "_match_file" in mine.match_changelog(tmp_path, "0.12.0", idents, set())[0]
+    entry, _, _ = mine.match_changelog(tmp_path, "0.12.0", idents, set(), refs=mine.issue_refs(tests))
+    assert entry == "`Issue #81`_: GitIgnoreSpec behaviors differ from git."

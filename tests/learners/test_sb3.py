@@ -42,7 +42,9 @@ def test_ppo_learns_the_toy_family():
     torch.set_num_threads(1)
     env = MenuEnv(gym.make("FrogSWE-Toy-v0", max_steps=2, task_ids=TOY), max_candidates=6)
     try:
-        model = PPO("MlpPolicy", env, n_steps=64, batch_size=32, learning_rate=3e-3, gamma=1.0, ent_coef=0.01,
+        # The fix sits in a different menu slot for each task, so the policy must tell them apart from the
+        # statement bins; with less entropy (0.01) PPO can settle on one task's slot for both (reward 0.5).
+        model = PPO("MlpPolicy", env, n_steps=64, batch_size=32, learning_rate=3e-3, gamma=1.0, ent_coef=0.05,
                     seed=0, verbose=0)
 
         def mean_reward(episodes: int = 12) -> float:
@@ -57,7 +59,7 @@ def test_ppo_learns_the_toy_family():
                 total += reward
             return total / episodes
 
-        model.learn(total_timesteps=1536)
+        model.learn(total_timesteps=2048)
         assert mean_reward() >= 0.9
     finally:
         env.close()
