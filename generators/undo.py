@@ -60,12 +60,16 @@ def task_undone(tree: Path, record: dict) -> bool | None:
 
 
 def _operators_digest() -> str:
-    """A digest of the operator code: a cached verdict holds only for the candidate edits it was made with."""
+    """A digest of the operator code and of the functions that judge a task: a cached verdict holds only for
+    the candidate edits and the comparison it was made with (the cache's own code is not part of it)."""
+    import inspect
+
     h = hashlib.sha256()
     root = Path(__file__).parent / "operators"
     for f in sorted(root.glob("*.py")):
         h.update(f.name.encode() + b"\0" + f.read_bytes())
-    h.update(Path(__file__).read_bytes())
+    for fn in (_same, undone_by_one_edit, site_lines, task_undone):
+        h.update(inspect.getsource(fn).encode())
     return h.hexdigest()[:16]
 
 
