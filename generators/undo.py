@@ -17,6 +17,9 @@ Example:
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
+import os
 import random
 from collections import Counter
 from pathlib import Path
@@ -54,6 +57,68 @@ def task_undone(tree: Path, record: dict) -> bool | None:
     pristine = (tree / s["path"]).read_text(encoding="utf-8")
     buggy = pristine[: s["start"]] + s["replacement"] + pristine[s["end"]:]
     return undone_by_one_edit(pristine, buggy, site_lines(s["lineno"], s["replacement"]))
+
+
+def _operators_digest() -> str:
+    """A digest of the operator code and of the functions that judge a task: a cached verdict holds only for
+    the candidate edits and the comparison it was made with (the cache's own code is not part of it)."""
+    import inspect
+
+    h = hashlib.sha256()
+    root = Path(__file__).parent / "operators"
+    for f in sorted(root.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    for fn in (_same, undone_by_one_edit, site_lines, task_undone):
+        h.update(inspect.getsource(fn).encode())
+    return h.hexdigest()[:16]
+
+
+class UndoCache:
+    """Verdicts of :func:`task_undone`, kept on disk (``$FROG_GYM_HOME/undo/<operators digest>.json``).
+
+    The key is the pristine file's content and the sites, and the file name the digest of the operator
+    code, so a verdict is reused only for the same bug measured with the same candidate edits.
+    """
+
+    def __init__(self, persist: bool = True):
+        from frog_gym import paths
+
+        self.persist = persist
+        self.path = paths.home() / "undo" / f"{_operators_digest()}.json"
+        self.data: dict[str, bool | None] = {}
+        if persist and self.path.exists():
+            try:
+                self.data = json.loads(self.path.read_text(encoding="utf-8"))
+            except ValueError:
+                self.data = {}
+        self.dirty = False
+
+    def task_undone(self, tree: Path, record: dict) -> bool | None:
+        """:func:`task_undone`, through the cache."""
+        sites = record.get("provenance", {}).get("sites", [])
+        if len(sites) != 1:
+            return None
+        h = hashlib.sha256((tree / sites[0]["path"]).read_bytes())
+        h.update(json.dumps(sites, sort_keys=True).encode())
+        key = h.hexdigest()
+        if key not in self.data:
+            self.data[key] = task_undone(tree, record)
+            self.dirty = True
+        return self.data[key]
+
+    def save(self) -> None:
+        """Write the verdicts, merged with what concurrent runs wrote meanwhile (atomically)."""
+        if not (self.dirty and self.persist):
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.data = {**json.loads(self.path.read_text(encoding="utf-8")), **self.data}
+        except (OSError, ValueError):
+            pass
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.data, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, self.path)
+        self.dirty = False
 
 
 def sample_shares(sources: list[str], per_family: int, seed: int = 0,

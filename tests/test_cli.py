@@ -108,3 +108,9 @@ def test_setup_without_bubblewrap_installs_it_with_apt_or_says_what_to_do(tmp_pa
     if os.geteuid() != 0:
         want = "you are not root and there is no sudo"
     assert want in proc.stderr, proc.stderr
+
+
+def test_generate_harden_with_a_negative_count(capsys):
+    assert main(["generate", "toolz", "--harden", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "frog-gym generate: --harden must be >= 0, got -1" and "Traceback" not in err

@@ -27,6 +27,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--regrade", action="store_true",
                    help="re-run each existing task's bug exactly as graded and fix or drop tasks whose tests "
                         "depend on tests outside the selection (rewrites the task files)")
+    p.add_argument("--harden", type=int, metavar="N", default=0,
+                   help="instead, make N combined tasks per repository, each pairing a single-bug task of a hard "
+                        "family (--families; default the four no single candidate edit undoes) with one that one "
+                        "edit undoes, in another function; that easy single-bug task is retired into it")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -50,6 +54,20 @@ def run(args: argparse.Namespace) -> int:
         max_tasks=args.max_tasks, seed=args.seed, workers=args.workers, combined_fraction=args.combined_fraction,
         max_fail_to_pass=args.max_fail_to_pass, statement_writer=args.statement_writer, tasks_dir=args.tasks_dir,
         families=tuple(f.strip() for f in args.families.split(",")) if args.families else None)
+    if args.harden < 0:
+        print(f"frog-gym generate: --harden must be >= 0, got {args.harden}", file=sys.stderr)
+        return 2
+    if args.harden:
+        from frog_gym.generators.harden import describe, harden
+
+        failed = 0
+        for spec in specs:
+            try:
+                print(describe(harden(spec, cfg, args.harden, progress=not args.no_progress)), flush=True)
+            except Exception as e:  # noqa: BLE001 (one broken repository must not stop the others)
+                failed += 1
+                print(f"{spec.name}: hardening failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1 if failed else 0
     if args.regrade:
         total: dict[str, int] = {}
         for spec in specs:

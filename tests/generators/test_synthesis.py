@@ -337,3 +337,34 @@ def test_ids_sidecar_is_used_only_when_it_matches_its_task_file(tmp_path):
     with open(path, "a") as f:
         f.write(task.to_json().replace("handwritten-0001", "handwritten-5555") + "\n")
     assert read_ids_sidecar(side, path.stat().st_size) is None  # stale: task_index scans the file instead
+
+
+@pytest.mark.slow
+def test_harden_pairs_a_hard_bug_with_an_easy_one_and_retires_the_easy_single(fixture_repo, tmp_path):
+    from frog_gym.generators.harden import harden, retire_paired
+    from frog_gym.generators.undo import task_undone
+
+    spec, repo = fixture_repo
+    cfg = GenerateConfig(max_tasks=5, seed=3, workers=1, combined_fraction=0.0, tasks_dir=str(tmp_path))
+    generate(spec, cfg, progress=False)
+    path = tmp_path / "calcfixture.jsonl"
+    before = {t["instance_id"]: t for t in read_existing(path)}
+    easy = {i for i, t in before.items() if task_undone(repo.tree, t)}
+    assert easy, "the fixture should yield bugs one candidate edit undoes"
+    # any family can be the anchor: take the family of a task that is *not* the only one of its function
+    anchor_fam = sorted({t["provenance"]["sites"][0]["family"] for t in before.values()})[0]
+    s = harden(spec, cfg, 1, progress=False, anchors=(anchor_fam,))
+    after = read_existing(path)
+    combos = [t for t in after if t.get("provenance", {}).get("harden")]
+    assert s.combined == len(combos) == 1 and s.deduped == 1
+    c = combos[0]
+    a, e = before[c["provenance"]["harden"]["anchor"]], before[c["provenance"]["harden"]["easy"]]
+    assert a["provenance"]["sites"][0]["family"] == anchor_fam != e["provenance"]["sites"][0]["family"]
+    assert e["instance_id"] in easy and a["provenance"]["sites"][0]["function"] != e["provenance"]["sites"][0]["function"]
+    ids = {t["instance_id"] for t in after}
+    assert a["instance_id"] in ids and e["instance_id"] not in ids  # the easy single lives on only in the combination
+    assert len(after) == len(before)
+    assert set(a["FAIL_TO_PASS"]) | set(e["FAIL_TO_PASS"]) <= set(c["FAIL_TO_PASS"]) and c["test_patch"]
+    assert not dedupe.violations(after) and not retire_paired(after)
+    symbols, pkgs = symbols_of(spec, repo.tree)
+    assert not problems(c["problem_statement"], c["FAIL_TO_PASS"], c["bug_patch"], symbols, set(pkgs))

@@ -60,3 +60,25 @@ def test_site_lines_cover_multi_line_replacements():
     assert site_lines(5, "x") == {5} and site_lines(5, "a\nb\n") == {5, 6} and site_lines(5, "") == {5}
     assert not undone_by_one_edit("def f(a, key=None):\n    return sorted(a, key=key)\n",
                                   "def f(a, key=None):\n    return sorted(a)\n", {2})
+
+
+def test_undo_cache_keeps_verdicts_per_file_content_and_site(tmp_path, monkeypatch):
+    from frog_gym.generators.undo import UndoCache, task_undone
+
+    monkeypatch.setenv("FROG_GYM_HOME", str(tmp_path / "home"))
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    src = "def f(x):\n    return x < 1\n"
+    (tree / "m.py").write_text(src)
+    start = src.index("<")
+    flip = {"provenance": {"sites": [{"path": "m.py", "start": start, "end": start + 1, "replacement": "<=",
+                                      "lineno": 2, "family": "comparison_flip"}]}}
+    cache = UndoCache()
+    assert cache.task_undone(tree, flip) is True is task_undone(tree, flip)
+    assert cache.task_undone(tree, {"provenance": {"sites": []}}) is None  # not a single-bug task
+    cache.save()
+    again = UndoCache()
+    assert again.data == cache.data and len(again.data) == 1
+    (tree / "m.py").write_text(src.replace("x < 1", "x < 1 "))  # another pristine file: measured afresh
+    assert again.task_undone(tree, flip) is not None and len(again.data) == 2
+    assert UndoCache(persist=False).data == {}

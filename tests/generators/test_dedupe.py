@@ -1,0 +1,22 @@
+"""The registry holds no redundant tasks (issue 12): at most one single-bug task per mutated line, and every
+combined task holds a bug that is not itself a task; a hardened task's easy part is retired."""
+
+from __future__ import annotations
+
+import json
+
+from frog_gym.generators import dedupe
+from frog_gym.generators.harden import retire_paired
+from frog_gym.task import _tasks_dir
+
+
+def test_every_registered_task_file_is_free_of_redundancy():
+    files = [f for f in _tasks_dir().iterdir() if f.name.endswith(".jsonl")]
+    assert len(files) >= 30
+    hardened = 0
+    for f in files:
+        records = [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+        assert not dedupe.violations(records), f.name
+        assert not retire_paired(records), f.name  # no easy part of a hardened task is still a task of its own
+        hardened += sum(1 for d in records if d.get("provenance", {}).get("harden"))
+    assert hardened > 0
