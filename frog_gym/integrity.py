@@ -60,7 +60,7 @@ def grading_code_digest() -> str:
 _DIGEST: str | None = None
 
 STARTUP_FILES = ("sitecustomize.py", "usercustomize.py", "conftest.py", "pytest.ini", ".pytest.ini", "tox.ini",
-                 "setup.cfg", "pyproject.toml", "setup.py", "noxfile.py", "__main__.py")
+                 "setup.cfg", "pyproject.toml", "setup.py", "noxfile.py")
 """File names that configure pytest or run at interpreter start, wherever they are: always pristine."""
 
 CODE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll", ".pyc", ".pyo", ".pth", ".egg-link", ".zip", ".whl", ".egg")
@@ -82,6 +82,8 @@ def out_of_scope(path: str, mutable: tuple[str, ...], gold_files: frozenset[str]
     >>> f = lambda p: out_of_scope(p, ("src/pkg",), frozenset(), ("src",), lambda p: "tests/" in p, lambda p: False)
     >>> f("src/pkg/core.py") is None, f("src/sitecustomize.py"), f("tests/test_a.py")
     (True, 'an interpreter start-up or pytest configuration file', 'a test file')
+    >>> f("src/pkg/__main__.py") is None, f("src/__main__.py")  # a package's own entry point is its source
+    (True, "outside the package's source")
     >>> f("setup.py"), f("src/pkg/_speedups.so")
     ('an interpreter start-up or pytest configuration file', 'compiled or archive code')
     """

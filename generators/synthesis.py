@@ -412,6 +412,8 @@ def rewrite_task_file(path: Path, fn: Callable[[dict], dict | None]) -> Counter:
             counts["dropped" if new is None else "changed" if new != d else "unchanged"] += 1
             if new is not None:
                 out.append(Task.from_dict(new, str(path)).to_json())
+        if not counts["changed"] and not counts["dropped"]:
+            return counts  # nothing to rewrite: the file keeps its bytes
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text("".join(x + "\n" for x in out), encoding="utf-8")
         os.replace(tmp, path)
