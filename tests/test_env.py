@@ -298,7 +298,7 @@ def test_unknown_task_id_suggests_the_nearest():
 def test_switching_repository_and_back_restores_each_starting_state():
     """An env keeps a workspace per repository: coming back to one after another repository's episode starts
     from that task's starting state, not from the last episode's edits, and the shell sees that tree."""
-    other = "humanize__wrong_variable-cc4ec53d"
+    other = "humanize__missing_branch-08a9c4b2"
     e = gym.make("FrogSWE-v0", task_ids=[TASK, other]).unwrapped
     try:
         e.reset(options={"task_id": TASK})

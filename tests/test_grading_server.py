@@ -26,7 +26,7 @@ from frog_gym.task import load_task, registered_task_ids
 from frog_gym.workspace import Change, Workspace, template_for
 
 FLAT = "inflection__handwritten-0001"
-SRC = "humanize__wrong_variable-cc4ec53d"  # src layout
+SRC = "humanize__missing_branch-08a9c4b2"  # src layout
 PYTEST_DEP = "iniconfig__arithmetic_op_swap-3e9569c7"  # pytest itself imports iniconfig: no warm server
 
 
