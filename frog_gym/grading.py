@@ -215,6 +215,9 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
             run_env["FROG_DETAILS"] = "1"
         if repeat > 1:
             run_env["FROG_REPEAT"] = str(repeat)
+        if ids is None and guard is not None:  # the whole suite, its test files guarded
+            (io / "in" / "select.json").write_text(json.dumps({"guard": guard}))
+            run_env["FROG_SELECT"] = "/frog/in/select.json"
         if ids is not None:
             chosen: Any = list(ids) if canaries is None else grading_selection(ids, canaries, guard)
             (io / "in" / "select.json").write_text(json.dumps(chosen))
@@ -280,8 +283,8 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
         reason = ("the test report is not signed by the grading plugin: something in the test process wrote it "
                   "(every selected test counts as failed)")
         return RunResult(statuses, exit_code, reason, seconds=seconds, tampering=[reason], output=output)
-    guarded = report.get("guard")
-    if isinstance(guarded, list) and guarded:
+    guarded = report.get("guard")  # a baseline run guards too, where a refused read just fails its test
+    if canaries is not None and isinstance(guarded, list) and guarded:
         flags = sorted({str(g)[:300] for g in guarded})[:10]
         return RunResult(statuses, exit_code, "; ".join(flags), seconds=seconds, tampering=flags, output=output)
     if canaries is not None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import email.parser
-import json
 import os
 import random
 import re
@@ -41,7 +40,7 @@ from frog_gym.errors import FrogGymError, HashMismatchError, RefusedError, Sourc
 from frog_gym.grading import TestStatus, run_tests
 from frog_gym.sandbox import Limits, make_sandbox
 from frog_gym.snapshot import (PreparedRepo, download_sdist, fetch_sdist, prepare, resolve_lock, sha256_file,
-                               snapshot_tree, baseline_path)
+                               snapshot_tree)
 from frog_gym.spec import RepoSpec, load_spec, parse_repo, python_problem, repo_names, repos_dir
 
 if sys.version_info >= (3, 11):
@@ -450,16 +449,6 @@ def measure(repo: PreparedRepo, runs: int, budget: float, progress: Progress = _
     return base
 
 
-def _save_baseline(repo: PreparedRepo, statuses: dict[str, TestStatus]) -> None:
-    """Seed generators' baseline cache with a measured run, so that they need not run the suite again."""
-    cache = baseline_path(repo.spec)
-    if not cache.exists():
-        cache.parent.mkdir(exist_ok=True)
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({t: s.value for t, s in sorted(statuses.items())}))
-        os.replace(tmp, cache)
-
-
 # --- add -----------------------------------------------------------------------------------------------
 
 
@@ -629,7 +618,6 @@ def add(source: str, opts: AddOptions, progress: Progress = _noop) -> AddResult:
     data["measured"] = base.measured()
     parse_repo(data, str(out))
     write_spec(out, data)
-    _save_baseline(repo, base.runs[0])
     progress(f"{name}: wrote {out}", total, total)
     return AddResult(out, data, base)
 

@@ -224,8 +224,8 @@ def venv_key(spec: RepoSpec) -> str:
 
 
 def baseline_path(spec: RepoSpec) -> Path:
-    """Where the pristine tree's per-test statuses are cached (run as graded: the tests read-only)."""
-    return paths.home() / "baselines" / f"{spec.name}-{venv_key(spec)}-ro.json"
+    """Where the pristine tree's per-test statuses are cached (run as graded: the tests read-only and guarded)."""
+    return paths.home() / "baselines" / f"{spec.name}-{venv_key(spec)}-graded.json"
 
 
 def _run_logged(cmd: list[str], log: list[str], what: str, spec: RepoSpec, **kw) -> None:

@@ -88,14 +88,21 @@ def patches(changes: list[Change]) -> tuple[str, str]:
 def baseline(repo: PreparedRepo, timeout: float = 600) -> dict[str, str]:
     """Per-test statuses of the pristine tree, run once per venv and cached, as grading runs
     tests: with the spec's test paths mounted read-only (a test that writes into its own folder fails there,
-    so it can never be a task's FAIL_TO_PASS or PASS_TO_PASS test)."""
+    so it can never be a task's FAIL_TO_PASS or PASS_TO_PASS test), and with every test file guarded from the
+    package's code (a test that makes the package open a test file, e.g. as a default file argument, would trip
+    grading's guard: it fails here)."""
     cache = baseline_path(repo.spec)
     if cache.exists():
         return json.loads(cache.read_text())
     with Scratch() as ws:
         shutil.rmtree(ws.path, ignore_errors=True)
         shutil.copytree(repo.tree, ws.path, symlinks=True)
-        r = run_tests(repo, ws.path, None, timeout, protect=repo.spec.tests.paths)
+        spec = repo.spec
+        files = sorted(str(p.relative_to(ws.path)) for t in spec.tests.paths if (ws.path / t).exists()
+                       for p in ([ws.path / t] if (ws.path / t).is_file() else (ws.path / t).rglob("*.py"))
+                       if p.name.startswith("test") or p.name.endswith("_test.py"))
+        guard = {"files": files, "code": sorted(spec.mutable), "tests": sorted(spec.tests.paths)}
+        r = run_tests(repo, ws.path, None, timeout, protect=spec.tests.paths, guard=guard)
     if r.infra_failure or not r.statuses:
         raise RuntimeError(f"the baseline run of '{repo.spec.name}' failed: {r.infra_failure or r.note}")
     out = {t: s.value for t, s in sorted(r.statuses.items())}
