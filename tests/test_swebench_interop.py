@@ -20,6 +20,7 @@ from frog_gym import paths
 from frog_gym.generators import interop
 from frog_gym.grading import GradeReport, grade
 from frog_gym.sandbox import Limits, make_sandbox
+from frog_gym.live import task_spec
 from frog_gym.snapshot import prepare
 from frog_gym.spec import load_repo, repo_names
 from frog_gym.task import Task, load_task, task_index
@@ -53,7 +54,7 @@ def assert_parity(task: Task, ours: GradeReport) -> None:
 
 def grade_bug_and_gold(task: Task, tmp: Path) -> tuple[GradeReport, GradeReport, Path]:
     """Our grades of the untouched buggy tree and of the gold fix; also returns the gold tree."""
-    repo = prepare(load_repo(task.repo))
+    repo = prepare(task_spec(task))  # a FrogLive task runs on its own release
     template = template_for(repo, task.bug_patch, task.instance_id)
     ws, scratch = Workspace(tmp / "ws"), Workspace(tmp / "scratch")
     ws.sync(template)
