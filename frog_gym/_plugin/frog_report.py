@@ -151,12 +151,14 @@ def _install_guard(config):
             what = text(args[0]) if args else ""
             if basename(what.rstrip("/")) not in names:
                 return
-            try:  # the same name elsewhere (another package's __init__.py) is not a test file
-                st = stat(what)
-                if (st.st_dev, st.st_ino) not in inodes:
-                    return
-            except (OSError, ValueError):
-                pass  # unresolvable from here (a directory descriptor's relative name): counts as the test file
+            if what.startswith("/"):  # the same name elsewhere (another package's __init__.py) is no test file
+                try:
+                    st = stat(what)
+                    if (st.st_dev, st.st_ino) not in inodes:
+                        return
+                except (OSError, ValueError):
+                    pass
+            # a relative name counts whatever it resolves to from here: a directory descriptor may be its base
             why = f"opened {what}" if event == "open" else f"linked to {what}"
         elif event == "ctypes.dlsym":
             why = "called into a C library through ctypes"
