@@ -58,6 +58,8 @@ TASKS = ("attrs__comparison_flip-b631b0b7", "attrs__early_return-b76e57a6", "fla
          "inflection__swapped_call_args-e597d9c8", "cachetools__dict_key_or_attribute-808837d0",
          "humanize__missing_branch-08a9c4b2", "toolz__removed_statement-670bad7f", "markupsafe__negated_condition-6e31ceea",
          "semver__removed_statement-0ef42875", "marshmallow__slice_range_off_by_one-7395dab7")
+THINK_S = 0.02
+"""Seconds between an agent's actions in the reset measures (a language model takes far longer per action)."""
 _REPORTED = re.compile(r" in (\d+(?:\.\d+)?)s")
 
 
@@ -162,41 +164,68 @@ def resets(same: str, other: str, n: int) -> None:
     fix = gold_changes(prepare(load_repo(task.repo)), task, template_for(prepare(load_repo(task.repo)),
                                                                                task.bug_patch, same))
 
-    def dirty() -> None:
+    def dirty(think: float = THINK_S) -> None:  # what an agent does: look, edit the fix's files, add a file
+        for action in ({"tool": "bash", "command": "ls >/dev/null"},
+                       *({"tool": "create", "path": c.path, "file_text": (c.new or b"").decode()} for c in fix),
+                       {"tool": "create", "path": "scratch_notes.py", "file_text": "x = 1\n"}):
+            env.step(action)
+            time.sleep(think)  # the agent choosing its next action
+
+    def floor_once(tree: Path) -> float:
         for c in fix:
-            env.step({"tool": "create", "path": c.path, "file_text": (c.new or b"").decode()})
-        env.step({"tool": "create", "path": "scratch_notes.py", "file_text": "x = 1\n"})
+            (tree / c.path).write_bytes(c.new or b"")
+        (tree / "scratch_notes.py").write_text("x = 1\n")
+        t = time.perf_counter()
+        for c in fix:
+            shutil.copy2(env._template.root / c.path, tree / c.path)
+        (tree / "scratch_notes.py").unlink()
+        return time.perf_counter() - t
 
     rows = []
     env.reset(options={"task_id": same})
     with tempfile.TemporaryDirectory(dir=paths.home()) as tmp:
         tree = Path(tmp) / "t"
         shutil.copytree(env._template.root, tree, symlinks=True)
-        ours, floor, ours1, floor1 = [], [], [], []
+        graded, mid, rushed, graded1, floor, floor1 = [], [], [], [], [], []
         for _ in range(n):
+            # The common case in training: the episode ended (submitted or out of budget) and was graded.
+            dirty()
+            env.step({"tool": "submit"})
+            t = time.perf_counter()
+            env.reset(options={"task_id": same})
+            graded.append(time.perf_counter() - t)
+            env.step({"tool": "bash", "command": "true"})
+            floor.append(floor_once(tree))
+            # An episode abandoned mid-way: the agent's processes are killed first.
             dirty()
             t = time.perf_counter()
             env.reset(options={"task_id": same})
-            ours.append(time.perf_counter() - t)
+            mid.append(time.perf_counter() - t)
             env.step({"tool": "bash", "command": "true"})
-            for c in fix:
-                (tree / c.path).write_bytes(c.new or b"")
-            (tree / "scratch_notes.py").write_text("x = 1\n")
+            floor.append(floor_once(tree))
+            # The same with no time between the agent's actions (no agent is that fast): the spare shell, started
+            # after the episode's first command, may still be starting and is waited for.
+            dirty(think=0.0)
             t = time.perf_counter()
-            for c in fix:
-                shutil.copy2(env._template.root / c.path, tree / c.path)
-            (tree / "scratch_notes.py").unlink()
-            floor.append(time.perf_counter() - t)
+            env.reset(options={"task_id": same})
+            rushed.append(time.perf_counter() - t)
+            env.step({"tool": "bash", "command": "true"})
+            floor.append(floor_once(tree))
+            # Reset and the first command (the fresh shell's start is paid here).
             dirty()
+            env.step({"tool": "submit"})
             t = time.perf_counter()
             env.reset(options={"task_id": same})
             env.step({"tool": "bash", "command": "true"})
-            ours1.append(time.perf_counter() - t)
+            graded1.append(time.perf_counter() - t)
             t = time.perf_counter()
             bash.true()
-            floor1.append(time.perf_counter() - t + floor[-1])
-        rows.append(("same-task reset", ours, "copy back the changed files", floor))
-        rows.append(("same-task reset + `bash true`", ours1, "the same + a bare bash `true`", floor1))
+            floor1.append(time.perf_counter() - t + floor_once(tree))
+        rows.append(("same-task reset after a graded episode", graded, "copy back the changed files", floor))
+        rows.append(("same-task reset mid-episode (processes killed)", mid, "copy back the changed files", floor))
+        rows.append(("same-task reset mid-episode, no think time", rushed, "copy back the changed files", floor))
+        rows.append(("same-task reset after a graded episode + `bash true`", graded1,
+                     "the same + a bare bash `true`", floor1))
         ours, floor, ours1, floor1 = [], [], [], []
         roots = {}
         for tid in (same, other):

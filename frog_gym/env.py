@@ -109,6 +109,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self._done = True
         self._transcript: list[str] = []
         self.last_report: GradeReport | None = None
+        self._graded_walk: dict[str, os.stat_result] | None = None
 
     # -- Gymnasium API ------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -125,10 +126,14 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self._visible = bool(options.get("visible_tests", self.visible_tests))
         self._template = template_for(repo, self.task.bug_patch, task_id,
                                       hidden_tests="" if self._visible or is_live(task_id) else self.task.test_patch)
+        # The walk grading made after it killed the last episode's processes is still the tree's state: nothing
+        # ran and nothing was written since. Otherwise (an episode left mid-way) kill, then walk afresh.
+        walked, self._graded_walk = self._graded_walk, None
         if self._sandbox is not None:
             self._sandbox.kill_all()  # no process of the last episode may race the sync below
+        ws = self._ws
         self._use_workspace(str(repo.venv))
-        self._ws.sync(self._template)
+        self._ws.sync(self._template, walked=walked if self._ws is ws else None)
         self._tools.reset()
         if self._sandbox is None or self._repo is None or self._repo.venv != repo.venv:
             if self._sandbox is not None:
@@ -240,6 +245,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         assert self._repo and self.task and self._template and self._sandbox
         self._sandbox.kill_all()  # nothing the agent started may run while its changes are read
         changes = self._ws.changes()
+        self._graded_walk = self._ws.last_walk  # the episode is over: the next reset restores from this walk
         self.last_report = grade(self._repo, self.task, self._template, changes, self._scratch,
                                  timeout=self.grade_timeout_s, backend=self.backend, unread=self._ws.skipped)
         return self.last_report

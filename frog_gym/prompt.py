@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+
 from frog_gym.task import Task
 from frog_gym.toolspec import TOOLS
 
 PROMPT_VERSION = "1"
 
 
+@functools.lru_cache(maxsize=1)
 def tool_help() -> str:
     lines = []
     for t in TOOLS.values():

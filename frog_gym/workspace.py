@@ -211,11 +211,16 @@ def apply_patch(tree: Path, patch: str, what: str, reverse: bool = False) -> Non
 def template_for(repo: PreparedRepo, bug_patch: str, label: str, hidden_tests: str = "") -> Template:
     """The cached starting tree of a task (the snapshot with ``bug_patch`` applied, one git commit);
     without the tests ``hidden_tests`` adds (the task's ``test_patch``) when it is given."""
-    key = hashlib.sha256(f"t2\0{repo.spec.source.key}\0{bug_patch}".encode()
+    memo = (repo.spec.source.key, os.environ.get("FROG_GYM_HOME", ""), bug_patch, hidden_tests)
+    known = _BY_INPUT.get(memo)
+    if known is not None and known.root.is_dir():  # a reset of the same task: no hashing, no lock
+        return known
+    key = hashlib.sha256(f"t3\0{repo.spec.source.key}\0{bug_patch}".encode()
                          + (f"\0hidden\0{hidden_tests}".encode() if hidden_tests else b"")).hexdigest()[:20]
     base = paths.home() / "templates"
     known = _TEMPLATES.get(str(base / key))
     if known is not None:  # a finished template never changes: its manifest is read once per process
+        _BY_INPUT[memo] = known
         return known
     base.mkdir(exist_ok=True)
     root, man = base / key, base / f"{key}.manifest.json"
@@ -236,10 +241,12 @@ def template_for(repo: PreparedRepo, bug_patch: str, label: str, hidden_tests: s
                 os.replace(tmp_man, man)
     t = Template(root, json.loads(man.read_text()), hidden_tests)
     _TEMPLATES[str(root)] = t
+    _BY_INPUT[memo] = t
     return t
 
 
 _TEMPLATES: dict[str, Template] = {}
+_BY_INPUT: dict[tuple[str, str, str, str], Template] = {}
 
 
 class Workspace:
@@ -261,9 +268,15 @@ class Workspace:
         self.template: Template | None = None
         self._state: dict[str, tuple] = {}
         self.skipped: dict[str, str] = {}
+        self.last_walk: dict[str, os.stat_result] | None = None
+        """The tree as the last :meth:`changes` found it (None after a :meth:`sync`)."""
 
-    def sync(self, template: Template) -> int:
-        """Make the workspace identical to ``template``; returns how many entries were rewritten."""
+    def sync(self, template: Template, walked: dict[str, os.stat_result] | None = None) -> int:
+        """Make the workspace identical to ``template``; returns how many entries were rewritten.
+
+        ``walked``: :attr:`last_walk` of a :meth:`changes` made since the last process that could write here
+        was verified dead, with nothing written since (an episode that ended in grading): the tree is then
+        not walked again."""
         if self.template is None or not self.path.exists():
             shutil.rmtree(self.path, ignore_errors=True)
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -272,7 +285,8 @@ class Workspace:
             self._state = {r: _sig(st) for r, st in _walk(self.path).items()}
             return len(self._state)
         old, want = self.template.manifest, template.manifest
-        have = _walk(self.path)
+        have = dict(walked) if walked is not None else _walk(self.path)
+        self.last_walk = None
         src_base = str(template.root)
         touched: list[str] = []
         with _Root(self.path) as root:
@@ -327,8 +341,9 @@ class Workspace:
                 touched.append(rel)
             if touched:  # re-record only what changed; a removed folder's children are gone from the state
                 gone = {r for r in touched if r not in want}
+                under = tuple(g + "/" for g in gone)
                 self._state = {r: v for r, v in self._state.items()
-                               if r in want and not any(r == g or r.startswith(g + "/") for g in gone)}
+                               if r in want and r not in gone and not (under and r.startswith(under))}
                 for rel in touched:
                     if rel in want:
                         self._state[rel] = _sig(root.lstat(rel))
@@ -348,7 +363,7 @@ class Workspace:
         out: list[Change] = []
         self.skipped: dict[str, str] = {}
         budget = MAX_TOTAL_BYTES
-        have = _walk(self.path)
+        have = self.last_walk = _walk(self.path)
         with _Root(self.path) as ws:
             for rel, st in sorted(have.items()):
                 if _is_noise(rel) or not stat.S_ISREG(st.st_mode):
@@ -380,6 +395,7 @@ class Workspace:
         shutil.rmtree(self.path, ignore_errors=True)
         self.template = None
         self._state = {}
+        self.last_walk = None
 
 
 def _copy_in(src: str, dir_fd: int, name: str) -> None:

@@ -314,3 +314,34 @@ def test_switching_repository_and_back_restores_each_starting_state():
         assert "No such file" in out and "broken" not in out
     finally:
         e.close()
+
+
+def test_reset_after_a_graded_episode_restores_every_kind_of_change(env):
+    """After grading (every process of the episode verified dead), reset restores from the walk grading made
+    instead of walking again: every kind of change an agent can leave must still be undone."""
+    from frog_gym.workspace import _manifest
+
+    env.reset(seed=0)
+    env.step({"tool": "bash", "command": (
+        "echo broken >> inflection/__init__.py && rm setup.py && mkdir -p new/deep && echo x > new/deep/a.py && "
+        "ln -s /etc/passwd link && chmod 600 README.rst && mkfifo pipe && git commit -qam x; "
+        "(sleep 30 &) ; true")})
+    env.step({"tool": "create", "path": "scratch.py", "file_text": "x = 1\n"})
+    *_, info = env.step({"tool": "submit"})
+    assert "report" in info and env._graded_walk is not None
+    env.reset(seed=0)
+    assert env._graded_walk is None  # used once
+    assert _manifest(env._ws.path) == env._template.manifest
+    out = env.step({"tool": "bash", "command": "git status --porcelain | wc -l; git log --oneline | wc -l"})[0]
+    assert out.split()[:2] == ["0", "1"], out
+
+
+def test_a_reset_mid_episode_walks_the_tree_again(env):
+    """Without grading there is no verified-dead walk to reuse: the reset kills, then walks."""
+    env.reset(seed=0)
+    env.step({"tool": "bash", "command": "echo broken >> inflection/__init__.py; touch junk.py"})
+    assert env._graded_walk is None
+    env.reset(seed=0)
+    from frog_gym.workspace import _manifest
+
+    assert _manifest(env._ws.path) == env._template.manifest

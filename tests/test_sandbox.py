@@ -89,3 +89,31 @@ def test_the_etc_overlay_is_written_safely_by_concurrent_first_sandboxes(tmp_pat
     etc = tmp_path / "home" / "etc"
     assert sorted(p.name for p in etc.iterdir()) == ["group", "hosts", "passwd"]
     assert (etc / "hosts").read_text().startswith("127.0.0.1 localhost")
+
+
+@pytest.mark.parametrize("launcher", ["prlimit", "preexec"])
+def test_both_launch_paths_bound_the_sandbox(tmp_path, monkeypatch, launcher):
+    """The shell starts through `sh` + `prlimit` (no Python between fork and exec, so ``vfork``) where prlimit is
+    installed, else through a ``preexec_fn``; either way every rlimit is set and the shell is in its cgroups
+    before bubblewrap runs."""
+    import shutil
+
+    from frog_gym.sandbox.base import Limits
+    from frog_gym.sandbox.local import _prlimit_path
+
+    if launcher == "preexec":  # a PATH that has bubblewrap but no prlimit
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "bwrap").symlink_to(shutil.which("bwrap"))
+        monkeypatch.setenv("PATH", str(bin_dir))
+    assert (_prlimit_path() is None) == (launcher == "preexec")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    lim = Limits(memory_bytes=768 << 20, cpu_seconds=77, file_bytes=5 << 20)
+    with LocalSandbox(ws, limits=lim) as s:
+        out = s.run("ulimit -v; ulimit -t; ulimit -f; ulimit -c").output.split()
+        assert out == [str(lim.memory_bytes // 1024), "77", str((5 << 20) // 1024), "0"], out  # bash: KiB
+        host_pids = s._cgroup.procs() if s._cgroup is not None else []
+        if s._cgroup is not None and s._cgroup.paths:
+            assert host_pids, "the sandbox's processes are not in its cgroups"
+            assert s._proc.pid in host_pids  # the launcher entered the cgroup before exec, so bubblewrap is in it

@@ -110,28 +110,37 @@ def _kill_member(pid: int, name: str) -> None:
 
 
 def kill_cgroup(path: Path, deadline_s: float = 10.0, *, until_gone: bool = True) -> bool:
-    """SIGKILL every process in ``path``; True when verified.
+    """SIGKILL every process in ``path``; True when verified (see :func:`kill_cgroups`)."""
+    return kill_cgroups([path], deadline_s, until_gone=until_gone)
 
-    New processes are refused first (``pids.max`` 0), so a fork bomb cannot refill the cgroup while it is
-    emptied; ``cgroup.kill`` kills all at once where the kernel has it (cgroup v2, Linux 5.14). Verified
-    means: with ``until_gone``, the cgroup is empty; otherwise every task in it has entered exit
+
+def kill_cgroups(paths: list[Path], deadline_s: float = 10.0, *, until_gone: bool = True) -> bool:
+    """SIGKILL every process in the cgroups ``paths`` (one sandbox's, of the same name, one per controller);
+    True when verified.
+
+    New processes are refused first (``pids.max`` 0), so a fork bomb cannot refill a cgroup while it is
+    emptied; ``cgroup.kill`` kills all at once where the kernel has it (cgroup v2, Linux 5.14). Every process
+    listed in any of the cgroups is signalled once, and all of them are watched together. Verified means:
+    with ``until_gone``, every cgroup is empty; otherwise every task in them has entered exit
     (``PF_EXITING``), which is what matters before the host touches the workspace: such a task never runs
     another instruction of its program nor finishes a system call, and its teardown (address space,
     namespaces: milliseconds on a loaded machine) can go on in the background.
     """
-    _write(path / "pids.max", "0")
-    _write(path / "cgroup.kill", "1")
+    for path in paths:
+        _write(path / "pids.max", "0")
+        _write(path / "cgroup.kill", "1")
     end = time.monotonic() + deadline_s
     pause = 0.0001
     signalled: set[int] = set()
     while True:
-        pids = _procs(path)
+        pids: set[int] = set()
+        for path in paths:
+            pids.update(_procs(path))
         if until_gone and not pids:
             return True
-        for pid in pids:
-            if pid not in signalled:
-                _kill_member(pid, path.name)
-                signalled.add(pid)
+        for pid in pids - signalled:
+            _kill_member(pid, paths[0].name)
+            signalled.add(pid)
         if not until_gone and all(_exiting(p) for p in pids):
             return True
         if time.monotonic() > end:
@@ -197,7 +206,7 @@ class SandboxCgroup:
         or a process that would not die."""
         if not self.paths:
             return False
-        return all([kill_cgroup(p, until_gone=until_gone) for p in self.paths.values()])  # noqa: C419 (every one)
+        return kill_cgroups(list(self.paths.values()), until_gone=until_gone)
 
     def remove(self) -> None:
         """Remove the (empty) cgroups; a busy one is left to the reaper."""
