@@ -29,6 +29,7 @@ grades here; a pool revisited over more epochs spreads that start further.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -49,7 +50,10 @@ _NONCE = uuid.uuid4().hex[:12]
 
 
 class UniqueOracle(OracleAgent):
-    """The oracle, plus a file whose content is unique per (process run, nonce), defeating the grade cache."""
+    """The oracle, plus a comment unique to each episode (process run, nonce, episode number), defeating the
+    grade cache: a task revisited in a later epoch is graded again, as a policy's new attempt would be."""
+
+    _episodes = itertools.count()
 
     def __init__(self, nonce: str = "") -> None:
         super().__init__()
@@ -67,7 +71,7 @@ class UniqueOracle(OracleAgent):
         path = next(line[6:].strip() for line in task.patch.splitlines() if line.startswith("+++ b/"))
         lines = (prepare(load_repo(task.repo)).tree / path).read_text().count("\n")
         self._queue.insert(-1, {"tool": "insert", "path": path, "insert_line": lines,
-                                "insert_text": f"# bench {self.nonce}\n"})
+                                "insert_text": f"# bench {self.nonce} {next(self._episodes)}\n"})
 
 
 def unique_oracle(nonce: str = "") -> UniqueOracle:

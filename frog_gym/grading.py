@@ -16,6 +16,7 @@ the same command line, every layer kept, a clean forked child per grade), and co
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import json
 import os
@@ -182,6 +183,27 @@ def run_selected(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, ti
     return r.statuses, r.exit_code, r.note, r.infra_failure
 
 
+PYTEST_STARTUP = frozenset(("pluggy", "iniconfig", "packaging", "pygments", "exceptiongroup", "tomli", "colorama",
+                            "py"))
+"""Modules pytest imports before it loads any ``-p`` plugin (its own dependencies)."""
+
+
+def pytest_startup_owned(repo: PreparedRepo) -> tuple[str, ...]:
+    """The package's top-level modules when pytest itself imports one of them at start-up (pluggy, iniconfig),
+    else ``()``. Such a package is graded through ``frog_boot.py``: pytest is bound to the pristine release's
+    copy and the tests import the agent's, so none of the agent's code runs before the report plugin, nor as
+    the hook machinery that reports the outcomes."""
+    return _startup_owned(str(repo.tree), tuple(repo.spec.install.import_paths))
+
+
+@functools.lru_cache(maxsize=64)
+def _startup_owned(tree: str, import_paths: tuple[str, ...]) -> tuple[str, ...]:
+    from frog_gym.grading_server import _owned_modules
+
+    owned = _owned_modules(Path(tree), import_paths)
+    return tuple(owned) if PYTEST_STARTUP & set(owned) else ()
+
+
 def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeout: float,
               limits: Limits | None = None, backend: str = "local", *, details: bool = False,
               env: dict[str, str] | None = None, binds: tuple[tuple[Path, str, bool], ...] = (),
@@ -232,6 +254,9 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
             run_env["FROG_KEY_FIFO"] = "/frog/in/key"
         limits = limits or Limits(command_timeout=timeout, output_cap=8192)
         ro = tuple((tree / p, f"/testbed/{p}", False) for p in protect if (tree / p).exists())
+        if pytest_startup_owned(repo):
+            ro += tuple((repo.tree / p, f"/frog/pristine/{i}", False)
+                        for i, p in enumerate(repo.spec.install.import_paths))
         try:
             sb = make_sandbox(backend, repo, tree, limits,
                               binds=((io / "in", "/frog/in", False), (out, "/frog/out", True),
@@ -239,7 +264,14 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
             files = test_files_of(ids) if ids is not None else list(repo.spec.tests.paths)
             if canaries is not None and canaries.file not in files:
                 files.append(canaries.file)
-            argv = [str(repo.python), "-m", "pytest", *repo.spec.pytest_args, "-q", "-p", "frog_report",
+            start_pytest = ["-m", "pytest"]
+            boot = pytest_startup_owned(repo)
+            if boot:  # pytest imports the package itself: start it bound to a pristine copy (frog_boot.py)
+                start_pytest = ["/frog/plugin/frog_boot.py"]
+                run_env["FROG_OWNED"] = ",".join(boot)
+                run_env["FROG_PRISTINE"] = ":".join(f"/frog/pristine/{i}"
+                                                    for i, _ in enumerate(repo.spec.install.import_paths))
+            argv = [str(repo.python), *start_pytest, *repo.spec.pytest_args, "-q", "-p", "frog_report",
                     *(a for p in plugins for a in ("-p", p)), *args, *files]
             result = sb.exec(argv, timeout, env=run_env)
             sb.close()
