@@ -316,11 +316,9 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
                   "(every selected test counts as failed)")
         return RunResult(statuses, exit_code, reason, seconds=seconds, tampering=[reason], output=output)
     guarded = report.get("guard")  # a baseline run guards too, where a refused read just fails its test
-    if canaries is not None and isinstance(guarded, list) and guarded:
-        flags = sorted({str(g)[:300] for g in guarded})[:10]
-        return RunResult(statuses, exit_code, "; ".join(flags), seconds=seconds, tampering=flags, output=output)
-    if canaries is not None:
-        flags = canaries.verdict(report.get("tests", {}), exit_code, report.get("collect_errors", []))
+    if canaries is not None:  # every layer that saw tampering says so: the guard and seal, and the canaries
+        flags = sorted({str(g)[:300] for g in guarded})[:10] if isinstance(guarded, list) else []
+        flags += canaries.verdict(report.get("tests", {}), exit_code, report.get("collect_errors", []))
         if flags:
             return RunResult(statuses, exit_code, "; ".join(flags), seconds=seconds, tampering=flags, output=output)
     if report.get("exitstatus") != exit_code:

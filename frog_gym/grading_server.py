@@ -200,14 +200,21 @@ class GradingServer:
         from frog_gym.sandbox.local import LocalSandbox, bwrap_path
 
         bwrap_path()
+        from frog_gym.grading import pytest_startup_owned
+
         owned = _owned_modules(template.root, self.repo.spec.install.import_paths)
         self._owned = set(owned)
         preload = preload_list(self.repo, template, owned)
+        # A package pytest itself imports (pluggy, iniconfig): the parent binds pytest to the pristine release's
+        # copy, then forgets it, so each child's tests import the agent's (as frog_boot.py does cold).
+        pristine = [(self.repo.tree / p, f"/frog/pristine/{i}", False)
+                    for i, p in enumerate(self.repo.spec.install.import_paths)] if pytest_startup_owned(self.repo) else []
         for _ in range(4):
-            (self.io_in / "server.json").write_text(json.dumps({"owned": owned, "preload": preload}))
+            (self.io_in / "server.json").write_text(json.dumps({"owned": owned, "preload": preload,
+                                                                "pristine": [b[1] for b in pristine]}))
             limits = Limits(command_timeout=3600, output_cap=8192)  # per process, as cold: each child starts at 0 s
             binds = ((self.io_in, "/frog/in", False), (self.out, "/frog/out", True), (self._plugin, "/frog/plugin", False),
-                     *((self.view / p, f"/testbed/{p}", False) for p in self.protect))
+                     *((self.view / p, f"/testbed/{p}", False) for p in self.protect), *pristine)
             sb = LocalSandbox(self.ws.path, self.repo.venv, limits,
                               env={**self.repo.spec.install.env, "PYTHONPATH": "/frog/plugin"}, binds=binds)
             self.proc, self._cgroup = sb._spawn([str(self.repo.python), "/frog/plugin/frog_server.py"])

@@ -27,7 +27,7 @@ from frog_gym.workspace import Change, Workspace, template_for
 
 FLAT = "inflection__handwritten-0001"
 SRC = "humanize__missing_branch-08a9c4b2"  # src layout
-PYTEST_DEP = "iniconfig__arithmetic_op_swap-3e9569c7"  # pytest itself imports iniconfig: no warm server
+PYTEST_DEP = "iniconfig__arithmetic_op_swap-3e9569c7"  # pytest itself imports iniconfig
 
 
 def _setup(task_id):
@@ -86,11 +86,15 @@ def test_warm_grades_match_cold_grades():
     assert _parity([FLAT, SRC]) == []
 
 
-def test_a_repository_pytest_itself_imports_is_graded_cold():
-    task, repo, template = _setup(PYTEST_DEP)
-    assert grading_server.server_for(repo, template) is None
-    assert "importing pytest needs the package under test" in " ".join(grading_server._REFUSED.values())
-    assert _parity([PYTEST_DEP]) == []
+@pytest.mark.parametrize("task_id", [PYTEST_DEP, "pluggy__exception_handling-477889a9"])
+def test_a_repository_pytest_itself_imports_is_graded_warm_on_a_pristine_copy(task_id):
+    """pytest imports iniconfig and pluggy itself: the parent binds pytest to the pristine release's copy, then
+    forgets every module of the package, so each child's tests import the agent's (as frog_boot.py does cold)."""
+    task, repo, template = _setup(task_id)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    assert server.hello["testbed"] == []  # no module of the package under test is left in the parent
+    assert _parity([task_id]) == []
 
 
 @pytest.mark.slow

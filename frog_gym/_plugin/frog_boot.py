@@ -7,8 +7,8 @@ included) that reports the outcomes. So grading starts here instead (``python /f
 <pytest arguments>``, run in ``/testbed``):
 
 1. with ``/testbed`` off ``sys.path`` and the pristine release's import paths (``$FROG_PRISTINE``, mounted
-   read-only) in its place, it imports the report plugin (key, audit hook), pytest and every built-in
-   pytest plugin: pytest is bound to a pristine copy of the package, and nothing the agent controls runs;
+   read-only) in its place, it imports pytest, every built-in pytest plugin and then the report plugin (key,
+   audit hook, seal): pytest is bound to a pristine copy of the package, and nothing the agent controls runs;
 2. it drops every module of the package under test (``$FROG_OWNED``) from ``sys.modules``, so the tests
    import the agent's copy afresh;
 3. it becomes what ``python -m pytest`` in ``/testbed`` would be (``sys.path``, ``sys.argv``) and runs it.
@@ -32,17 +32,13 @@ def main():
     pristine = [p for p in os.environ.pop("FROG_PRISTINE", "").split(":") if p]
     path = list(sys.path)  # [this folder, $PYTHONPATH..., the standard library, site-packages, .pth entries]
     sys.path[:] = [*pristine, *filter(_outside_testbed, path)]
-    import frog_report  # noqa: F401  (its key and its audit hook, before anything else)
     import pytest
     from _pytest import config
     from _pytest.assertion import rewrite
 
     for name in config.default_plugins:
         importlib.import_module(name if "." in name else f"_pytest.{name}")
-    for name in list(sys.modules):
-        if name.split(".")[0] in owned:
-            del sys.modules[name]
-    # The report plugin was imported before pytest could mark it for assertion rewriting; that is expected.
+    # The report plugin is imported before pytest could mark it for assertion rewriting; that is expected.
     warn = rewrite.AssertionRewritingHook._warn_already_imported
 
     def _warn_unless_ours(self, name):
@@ -50,6 +46,10 @@ def main():
             warn(self, name)
 
     rewrite.AssertionRewritingHook._warn_already_imported = _warn_unless_ours
+    import frog_report  # noqa: F401  (its key, its audit hook and its seal of pytest, before any code under test)
+    for name in list(sys.modules):
+        if name.split(".")[0] in owned:
+            del sys.modules[name]
     sys.path[:] = [os.getcwd(), *path[1:]]  # as `python -m`: the working directory first, this folder gone
     sys.path_importer_cache.clear()
     importlib.invalidate_caches()

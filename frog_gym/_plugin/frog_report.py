@@ -181,6 +181,61 @@ _guard = _guard_config()
 if _guard:
     _install_guard(_guard)
 
+
+# -- the seal: pytest's machinery as it was before any code under test ran -----------------------------------
+
+_SEALED_ROOTS = ("_pytest", "pytest", "pluggy")
+_UNSEALED = frozenset(("RUNNER_CLASS", "CHECKER_CLASS", "_pluginmanager", "_config", "_recursive_debug",
+                       "_wrapped_pdb_cls", "_getini_unknown_type", "makedir", "fspath", "invocation_dir", "rootdir",
+                       "inifile", "startdir", "_tmpdirhandler", "_reprcompare", "_assertion_pass"))
+"""Names pytest itself rebinds during a run: doctest's lazily made classes, the debugger's class state, the
+assertion hooks it sets around each test, and what its ``legacypath`` plugin patches into its classes."""
+_seal_hits = []
+
+
+def _make_seal():
+    """Every module of pytest and pluggy loaded now (``-p`` loads this plugin after all of pytest's built-in
+    plugins and before any code under test) and every class defined there, with each attribute's object.
+    Code under test that replaces one (``_pytest.runner.call_and_report``, a report class's method, pluggy's
+    hook caller) to rewrite outcomes is then seen however it got hold of the module: the static check only
+    reads what the edits spell out."""
+    import types
+
+    sealed, seen = [], set()
+
+    def own(d):
+        return tuple((k, v) for k, v in d.items()
+                     if k not in _UNSEALED and not (k.startswith("__") and k.endswith("__")))
+
+    for name, mod in list(sys.modules.items()):
+        if not isinstance(mod, types.ModuleType) or name.split(".")[0] not in _SEALED_ROOTS or id(mod) in seen:
+            continue
+        seen.add(id(mod))
+        d = mod.__dict__
+        sealed.append((name, d, own(d)))
+        for v in list(d.values()):
+            if isinstance(v, type) and getattr(v, "__module__", None) == name and id(v) not in seen:
+                seen.add(id(v))
+                sealed.append((f"{name}.{v.__qualname__}", v.__dict__, own(v.__dict__)))
+    return sealed
+
+
+def _check_seal(sealed, ours):
+    """The first sealed attribute (or hook of this plugin) that was replaced, or None."""
+    for where, d, items in sealed:
+        get = d.get
+        for k, v in items:
+            if get(k) is not v:
+                return f"{where}.{k}"
+    for hook, impl, function in ours:
+        if impl.function is not function or impl not in hook.get_hookimpls():
+            return f"the report plugin's {hook.name}"
+    return None
+
+
+_seal = _make_seal() if _sign is not None else None  # graded runs
+_seal_hooks = []
+
 _selected = None
 _wanted = None
 _canaries = set()
@@ -217,6 +272,11 @@ def _wanted_names(ids):
 
 def pytest_configure(config):
     global _selected, _repeat, _passes, _canaries, _wanted
+    if _seal is not None:  # this plugin's own hooks, as registered: they must stay the ones called
+        me = sys.modules[__name__]
+        for name in ("pytest_runtest_logreport", "pytest_sessionfinish", "pytest_collection_modifyitems"):
+            hook = getattr(config.pluginmanager.hook, name)
+            _seal_hooks.extend((hook, i, i.function) for i in hook.get_hookimpls() if i.plugin is me)
     _repeat = max(1, int(os.environ.get("FROG_REPEAT", "1") or 1))
     _passes[1:] = [{} for _ in range(_repeat - 1)]
     path = os.environ.get("FROG_SELECT")
@@ -304,7 +364,20 @@ except ImportError:  # pragma: no cover (the plugin only loads inside pytest)
     pass
 
 
+def _sealed(what):
+    """Record, once, that pytest's machinery was replaced (the report is then tampering: see _make_seal)."""
+    if _seal is None:
+        return
+    broken = _check_seal(_seal, _seal_hooks)
+    if broken is not None:
+        message = f"code under test replaced {broken} (seen {what})"
+        if not any(m.startswith(f"code under test replaced {broken} ") for m in _seal_hits):
+            _seal_hits.append(message)
+
+
 def pytest_runtest_logreport(report):
+    if report.when == "call" or report.failed:
+        _sealed(f"at the report of {report.nodeid}")
     phases = _passes[_pass].setdefault(report.nodeid, {})
     outcome = report.outcome
     if hasattr(report, "wasxfail"):
@@ -342,8 +415,9 @@ def pytest_sessionfinish(session, exitstatus):
             out["details"] = _details
         if os.environ.get("FROG_MODULES"):  # the grading server's preload list (a pristine tree only)
             out["modules"] = {n: str(getattr(m, "__file__", "") or "") for n, m in list(sys.modules.items())}
-        if _guard:
-            out["guard"] = list(_guard_hits)
+        _sealed("at the end of the session")
+        if _guard or _seal_hits:
+            out["guard"] = list(_guard_hits) + list(_seal_hits)
         if _repeat > 1:
             out["passes"] = [{nodeid: _status(p) for nodeid, p in ps.items()} for ps in _passes]
         if _sign is not None:

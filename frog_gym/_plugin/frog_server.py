@@ -392,11 +392,23 @@ def main():
     with open("/frog/in/server.json") as f:
         config = json.load(f)
     owned = set(config["owned"])
+    pristine = config.get("pristine") or []
+    sys.path[:0] = pristine  # pytest's own dependency is the package under test: bind pytest to a pristine copy
     try:
         import pytest
-    except ImportError as e:  # pytest itself needs the package under test (iniconfig, pluggy): grade cold
+        from _pytest import config as _config
+
+        for name in _config.default_plugins:
+            importlib.import_module(name if "." in name else f"_pytest.{name}")
+    except ImportError as e:  # pytest itself needs the package under test and no pristine copy was given
         _say({"ready": False, "bad": [], "error": f"importing pytest needs the package under test: {e}"})
         return
+    if pristine:
+        for name in list(sys.modules):
+            if name.split(".")[0] in owned:
+                del sys.modules[name]
+        del sys.path[:len(pristine)]
+        _PATH[:] = [p for p in _PATH if p not in pristine]
 
     bad = _preload(config["preload"], owned)
     _say({"ready": not bad, "bad": bad, "modules": len(sys.modules), "dumpable": _libc.prctl(3, 0, 0, 0, 0),
