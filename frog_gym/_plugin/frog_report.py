@@ -220,12 +220,40 @@ def _make_seal():
     return sealed
 
 
-def _check_seal(sealed, ours):
-    """The first sealed attribute (or hook of this plugin) that was replaced, or None."""
+def _made_by_the_package(value, roots, depth=0):
+    """Whether ``value`` (what now sits where pytest's own object was) is code the package made: a function
+    (unwrapped from methods, partials, properties) compiled from the package's source or from no file at all
+    (``compile``/``exec`` of a string), or a class or an instance of a class with such a function. A test
+    tool's replacement (freezegun's clock, a mock) comes from a library's file and is pytest's business."""
+    import functools
+    import types
+
+    for _ in range(8):
+        if isinstance(value, (staticmethod, classmethod, types.MethodType)):
+            value = value.__func__
+        elif isinstance(value, functools.partial):
+            value = value.func
+        elif isinstance(value, property):
+            value = value.fget
+        else:
+            break
+    if isinstance(value, types.FunctionType):
+        name = value.__code__.co_filename
+        return name.startswith("<") or any(name.startswith(r) for r in roots)
+    if depth < 2:
+        cls = value if isinstance(value, type) else type(value)
+        if cls.__module__ not in ("builtins",):
+            return any(_made_by_the_package(v, roots, depth + 1) for v in list(vars(cls).values()))
+    return False
+
+
+def _check_seal(sealed, ours, roots):
+    """The first sealed attribute (or hook of this plugin) that code the package made has replaced, or None."""
     for where, d, items in sealed:
         get = d.get
         for k, v in items:
-            if get(k) is not v:
+            now = get(k)
+            if now is not v and _made_by_the_package(now, roots):
                 return f"{where}.{k}"
     for hook, impl, function in ours:
         if impl.function is not function or impl not in hook.get_hookimpls():
@@ -235,6 +263,8 @@ def _check_seal(sealed, ours):
 
 _seal = _make_seal() if _sign is not None else None  # graded runs
 _seal_hooks = []
+_seal_roots = tuple(os.path.join(os.getcwd(), str(c).strip("/")) for c in (_guard or {}).get("code", ()))
+"""The package's source folders (absolute): code compiled from there is the package's."""
 
 _selected = None
 _wanted = None
@@ -368,7 +398,7 @@ def _sealed(what):
     """Record, once, that pytest's machinery was replaced (the report is then tampering: see _make_seal)."""
     if _seal is None:
         return
-    broken = _check_seal(_seal, _seal_hooks)
+    broken = _check_seal(_seal, _seal_hooks, _seal_roots)
     if broken is not None:
         message = f"code under test replaced {broken} (seen {what})"
         if not any(m.startswith(f"code under test replaced {broken} ") for m in _seal_hits):
