@@ -394,11 +394,19 @@ except ImportError:  # pragma: no cover (the plugin only loads inside pytest)
     pass
 
 
-def _sealed(what):
+_HOT = ("_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.main", "_pytest.skipping",
+        "_pytest.outcomes", "_pytest.nodes", "_pytest.fixtures", "_pytest.unittest", "_pytest.capture",
+        "_pytest.config", "pytest", "pluggy._hooks", "pluggy._callers", "pluggy._manager", "pluggy._result")
+"""The modules a report passes through: checked at each report of a graded test file's test."""
+_hot = [e for e in _seal or () if e[0] in _HOT or e[0].rsplit(".", 1)[0] in _HOT]
+_seal_files = frozenset(str(f) for f in (_guard or {}).get("files", ()))
+
+
+def _sealed(what, sealed=None):
     """Record, once, that pytest's machinery was replaced (the report is then tampering: see _make_seal)."""
     if _seal is None:
         return
-    broken = _check_seal(_seal, _seal_hooks, _seal_roots)
+    broken = _check_seal(_seal if sealed is None else sealed, _seal_hooks, _seal_roots)
     if broken is not None:
         message = f"code under test replaced {broken} (seen {what})"
         if not any(m.startswith(f"code under test replaced {broken} ") for m in _seal_hits):
@@ -406,8 +414,13 @@ def _sealed(what):
 
 
 def pytest_runtest_logreport(report):
-    if report.when == "call" or report.failed:
-        _sealed(f"at the report of {report.nodeid}")
+    if _seal is not None and (report.when == "call" or report.failed):
+        # The whole seal at each canary, the modules a report passes through at each test of a graded file (a
+        # forged pass must be made there), everything again at the end. A full check costs about 0.5 ms.
+        if report.nodeid.split("[", 1)[0] in _canaries:
+            _sealed(f"at the report of {report.nodeid}")
+        elif report.nodeid.split("::", 1)[0] in _seal_files:
+            _sealed(f"at the report of {report.nodeid}", _hot)
     phases = _passes[_pass].setdefault(report.nodeid, {})
     outcome = report.outcome
     if hasattr(report, "wasxfail"):
