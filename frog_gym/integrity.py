@@ -39,7 +39,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-GRADING_VERSION = 3
+GRADING_VERSION = 4
 """Bumped whenever grading's rules change; with :func:`grading_code_digest` it is part of every cached grade's
 key, so no grade made under older rules (or older code) is ever reused."""
 
