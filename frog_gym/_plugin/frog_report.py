@@ -25,9 +25,12 @@ test is made, set up and run exactly as before, and the others are as if deselec
 Grading also guards the test files (``"guard"`` in ``$FROG_SELECT``: the graded and hidden test files, the
 package's source folders, the test folders). An audit hook (PEP 578; installed at import, before any code
 under test runs, and impossible to remove) refuses, and records in the signed report (``"guard"``), every
-attempt by the package's own code to open one of those files, to link to it, or to start a process that
-names it (or a test folder, or a shell pattern), and any call it makes into C through ``ctypes``: code
-under test must not learn the hidden tests or the canaries at grading and special-case them. Reads through ``linecache`` (tracebacks, ``warnings``, ``inspect`` on a caller's
+attempt by the package's own code to open one of those files or to link to it, and any call it makes into
+C through ``ctypes``: code under test must not learn the hidden tests or the canaries at grading and
+special-case them. Nor may it start any process (the child would run without the hook): every audited
+way is refused, the one C call that raises no audit event (``_posixsubprocess.fork_exec``, under
+``subprocess`` and ``multiprocessing``) is wrapped wherever it is held, and the ways to its original (a
+fresh import, the garbage collector, other threads' frames, tracing) are refused too. Reads through ``linecache`` (tracebacks, ``warnings``, ``inspect`` on a caller's
 frame) are the standard library's own and stay allowed. A frame counts as the package's when its file lies
 in the package's source and not in a test folder.
 
