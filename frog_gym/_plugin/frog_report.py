@@ -227,16 +227,18 @@ def _install_guard(config):
         if from_package(caller()):
             raise refusal(why, kind)
 
-    _guard_spawns(from_package, refusal, text, keeper)  # first: it imports _posixsubprocess, which the hook refuses
+    _guard_spawns(from_package, refusal, keeper)  # first: it imports _posixsubprocess, which the hook refuses
     sys.addaudithook(hook)
 
 
-def _guard_spawns(from_package, refusal, text, keeper):
+def _guard_spawns(from_package, refusal, keeper):
     """Replace ``_posixsubprocess.fork_exec`` (the C call under ``subprocess``, ``multiprocessing``'s spawn
     and forkserver, ``concurrent.futures``' process pools), which raises no audit event, everywhere it is
     held with a wrapper that refuses the package's frames. The original lives only in the frame of a
     suspended generator: reaching it takes ``gi_frame`` (audited), the garbage collector (audited), another
-    thread's frames (audited) or a fresh import of the module (audited); the hook refuses each."""
+    thread's frames (audited) or a fresh import of the module (audited); the hook refuses each. Sending to
+    the generator directly is checked the same way, and an exception thrown into it never leaves it (its
+    traceback would hold the frame)."""
     import _posixsubprocess
     import subprocess
     import threading
@@ -244,12 +246,24 @@ def _guard_spawns(from_package, refusal, text, keeper):
     original = _posixsubprocess.fork_exec
     getframe, fsencode = sys._getframe, os.fsencode
 
+    def argv(call):  # only exact str and bytes are read: no method of the package's may run below run()
+        words = call[0] if type(call) is tuple and call and type(call[0]) in (list, tuple) else ()
+        return " ".join(w.decode(errors="replace") if type(w) is bytes else w for w in words
+                        if type(w) in (str, bytes))[:200]
+
     def run():
         reply = None
         while True:
-            call = yield reply
-            if from_package(getframe(1)):  # the wrapper's caller, or whoever sends here directly
-                reply = (refusal(f"started a process: {text(call[0])[:200]}", "start"), None)
+            try:
+                call = yield reply
+            except GeneratorExit:
+                return
+            except BaseException:  # noqa: BLE001 (thrown in: let out, it would carry this frame with it)
+                reply = (refusal("threw into the guard's process starter", "start"), None)
+                continue
+            # the wrapper's caller, or whoever sends here directly; the wrapper sends a tuple of plain values
+            if type(call) is not tuple or from_package(getframe(1)):
+                reply = (refusal(f"started a process: {argv(call)}", "start"), None)
                 continue
             try:
                 reply = (None, original(*call))
@@ -264,8 +278,8 @@ def _guard_spawns(from_package, refusal, text, keeper):
     def fork_exec(*args):
         # path-likes become bytes here (argv, executables, cwd, environment), so that no __fspath__ of the
         # package's runs below the generator's frame
-        args = [[fsencode(x) for x in a] if i in (0, 1, 5) and isinstance(a, (list, tuple))
-                else fsencode(a) if i == 4 and a is not None else a for i, a in enumerate(args)]
+        args = tuple([fsencode(x) for x in a] if i in (0, 1, 5) and isinstance(a, (list, tuple))
+                     else fsencode(a) if i == 4 and a is not None else a for i, a in enumerate(args))
         with lock:
             error, pid = send(args)
         if error is not None:
