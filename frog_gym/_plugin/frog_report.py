@@ -30,7 +30,10 @@ C through ``ctypes``: code under test must not learn the hidden tests or the can
 special-case them. Nor may it start any process (the child would run without the hook): every audited
 way is refused, the one C call that raises no audit event (``_posixsubprocess.fork_exec``, under
 ``subprocess`` and ``multiprocessing``) is wrapped wherever it is held, and the ways to its original (a
-fresh import, the garbage collector, other threads' frames, tracing) are refused too. Reads through ``linecache`` (tracebacks, ``warnings``, ``inspect`` on a caller's
+fresh import, the garbage collector, other threads' frames, tracing) are refused too. A process that a
+test starts (a test running the package's command line) gets the guard too, at its start
+(``sitecustomize.py``, found through ``PYTHONPATH``), with every frame but a test's counting as the
+package's there. Reads through ``linecache`` (tracebacks, ``warnings``, ``inspect`` on a caller's
 frame) are the standard library's own and stay allowed. A frame counts as the package's when its file lies
 in the package's source and not in a test folder.
 
@@ -89,7 +92,10 @@ _GUARDED_EVENTS = frozenset((
     "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
     # what would reach the wrapped call's original, or run code where the hook is not installed
     "import", "object.__getattr__", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-    "sys._current_frames", "sys.settrace", "sys.setprofile", "cpython.PyInterpreterState_New"))
+    "sys._current_frames", "sys.settrace", "sys.setprofile", "cpython.PyInterpreterState_New",
+    # how the guard reaches the processes a test starts (sitecustomize.py)
+    "os.putenv", "os.unsetenv"))
+_INHERITED = frozenset(("FROG_GUARD_ROOT", "FROG_SELECT", "PYTHONPATH", "PYTHONHOME"))
 _INTROSPECTION = {
     "gc.get_objects": "searched the garbage collector's objects", "gc.get_referrers": "searched the garbage "
     "collector's referrers", "gc.get_referents": "searched the garbage collector's referents",
@@ -106,7 +112,9 @@ def _install_guard(config):
     import pty
     import tokenize
 
-    root = os.getcwd().rstrip("/") + "/"
+    # a process a test starts inherits the guard (sitecustomize.py), with the test process's root
+    root = (os.environ.get("FROG_GUARD_ROOT") or os.getcwd()).rstrip("/") + "/"
+    os.environ["FROG_GUARD_ROOT"] = root
     files = frozenset(str(p) for p in config.get("files", ()))
     names = frozenset(os.path.basename(p) for p in files)
     inodes = set()
@@ -204,6 +212,11 @@ def _install_guard(config):
             if f is None:
                 return
             why = "started a process (a fork that execs)"
+        elif event in ("os.putenv", "os.unsetenv"):
+            key = text(args[0]) if args else ""
+            if key not in _INHERITED:
+                return
+            why = f"changed ${key} (the guard reaches the processes a test starts through it)"
         elif event in _INTROSPECTION:
             why = _INTROSPECTION[event]
         elif event in ("open", "os.symlink", "os.link"):
