@@ -141,7 +141,7 @@ _STRINGS = ("pytest", "frog", "/proc", "/dev/fd", "report.json", "testreport", "
             "fork_exec", "__closure__", "gi_frame")
 
 
-_NAME_ARGUMENT = {"getattr": 1, "setattr": 1, "delattr": 1, "attrgetter": 0, "methodcaller": 0}
+_NAME_ARGUMENT = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1, "attrgetter": 0, "methodcaller": 0}
 """Calls that name an attribute, and which argument does: a computed name spells out what the check looks for."""
 
 
@@ -173,6 +173,8 @@ def _features_of(source: bytes) -> tuple[tuple[tuple[str, str], int], ...]:
     out: Counter[tuple[str, str]] = Counter()
     modules: set[str] = set()  # every name an import binds (`from m import sub` too)
     assigned: list[tuple[str, str]] = []  # (name, attribute) of assignments to `name.attribute`
+    aliases: dict[str, str] = {}  # `from operator import attrgetter as ag`: "ag" -> "attrgetter"
+    calls: list[ast.Call] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -185,6 +187,7 @@ def _features_of(source: bytes) -> tuple[tuple[tuple[str, str], int], ...]:
                 out["import", "." * node.level + mod] += 1
             for a in node.names:
                 modules.add((a.asname or a.name).split(".")[0])
+                aliases[a.asname or a.name] = a.name
                 if (a.name in _NAMES or a.name in _ATTRS or a.name in _MODULES or (not mod and _names_a_test(a.name))
                         or f"{mod}.{a.name}" in _SUBMODULES):
                     out["import", f"{'.' * node.level}{mod}{'.' if mod else ''}{a.name}"] += 1
@@ -202,16 +205,26 @@ def _features_of(source: bytes) -> tuple[tuple[tuple[str, str], int], ...]:
                     if s in low:
                         out["string", s] += 1
         elif isinstance(node, ast.Call):
-            func = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
-            at = _NAME_ARGUMENT.get(func)
-            if at is not None and len(node.args) > at and not isinstance(node.args[at], ast.Constant):
-                out["dynamic", f"{func} with a computed name"] += 1
+            calls.append(node)
         else:
             targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
                        if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
                     assigned.append((t.value.id, t.attr))
+    for node in calls:
+        func = (aliases.get(node.func.id, node.func.id) if isinstance(node.func, ast.Name)
+                else getattr(node.func, "attr", ""))
+        at = _NAME_ARGUMENT.get(func)
+        if at is None or len(node.args) <= at:
+            continue
+        name = node.args[at]
+        if not isinstance(name, ast.Constant):
+            out["dynamic", f"{func} with a computed name"] += 1
+        elif isinstance(name.value, str):  # getattr(sys, "modules") is sys.modules spelled another way
+            for part in name.value.split("."):
+                if part in _ATTRS:
+                    out["attribute", part] += 1
     for name, attr in assigned:
         if name in modules:
             out["monkeypatch", f"{name}.{attr}"] += 1
