@@ -204,6 +204,11 @@ def _features_of(source: bytes) -> tuple[tuple[tuple[str, str], int], ...]:
                 for s in _STRINGS:
                     if s in low:
                         out["string", s] += 1
+                # an attribute's name as data: getattr(sys, "modules"), attrgetter("f_back.f_locals"),
+                # functools.reduce(getattr, ["modules"], sys) are all sys.modules spelled another way
+                for part in text.split(".") if len(text) < 100 else ():
+                    if part in _ATTRS:
+                        out["attribute", part] += 1
         elif isinstance(node, ast.Call):
             calls.append(node)
         else:
@@ -218,13 +223,8 @@ def _features_of(source: bytes) -> tuple[tuple[tuple[str, str], int], ...]:
         at = _NAME_ARGUMENT.get(func)
         if at is None or len(node.args) <= at:
             continue
-        name = node.args[at]
-        if not isinstance(name, ast.Constant):
+        if not isinstance(node.args[at], ast.Constant):  # a constant name counts as that attribute (above)
             out["dynamic", f"{func} with a computed name"] += 1
-        elif isinstance(name.value, str):  # getattr(sys, "modules") is sys.modules spelled another way
-            for part in name.value.split("."):
-                if part in _ATTRS:
-                    out["attribute", part] += 1
     for name, attr in assigned:
         if name in modules:
             out["monkeypatch", f"{name}.{attr}"] += 1
