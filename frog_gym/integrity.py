@@ -21,7 +21,8 @@ inside the test process, so grading trusts nothing that process could fake on it
    and is caught, whatever it did to hide.
 
 5. **Guarded test files** (``frog_gym/_plugin/frog_report.py``): an audit hook in the test process refuses
-   the package's own code every read of the graded test files (hidden tests, canaries) and reports it.
+   the package's own code every read of the graded test files (hidden tests, canaries) and every process
+   start (a child would run without the hook), and reports it.
 
 No layer alone is a proof (CPython has no in-process isolation); together they make every forgery we know
 of (``tests/exploits/``) score 0 with its reason, and each new one becomes a test there.
@@ -39,7 +40,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-GRADING_VERSION = 3
+GRADING_VERSION = 4
 """Bumped whenever grading's rules change; with :func:`grading_code_digest` it is part of every cached grade's
 key, so no grade made under older rules (or older code) is ever reused."""
 
@@ -52,7 +53,7 @@ def grading_code_digest() -> str:
 
         h = hashlib.sha256()
         for name in ("integrity.py", "grading.py", "grading_server.py", "_plugin/frog_report.py", "_plugin/frog_server.py",
-                     "_plugin/frog_boot.py"):
+                     "_plugin/frog_boot.py", "_plugin/sitecustomize.py"):
             h.update(resources.files("frog_gym").joinpath(name).read_bytes())
         _DIGEST = h.hexdigest()[:16]
     return _DIGEST
@@ -115,9 +116,13 @@ def out_of_scope(path: str, mutable: tuple[str, ...], gold_files: frozenset[str]
 _MODULES = {"_pytest", "pytest", "pluggy", "py", "gc", "ctypes", "inspect", "importlib", "builtins", "marshal",
             "atexit", "faulthandler", "frog_report", "sysconfig", "site", "runpy", "pdb", "bdb", "trace",
             "tracemalloc", "_ctypes", "cffi", "code", "codeop", "zipimport", "pkgutil", "unittest", "doctest", "_thread",
-            "linecache", "tokenize", "subprocess"}
+            "linecache", "tokenize", "subprocess", "_posixsubprocess", "multiprocessing", "pty", "_imp",
+            "_xxsubinterpreters", "_posixshmem"}
+_SUBMODULES = ("concurrent.futures.process",)
+"""Modules flagged by their dotted name where their package is not (``concurrent.futures`` threads are
+ordinary; its process pools start interpreters)."""
 _NAMES = {"__import__", "exec", "eval", "compile", "globals", "breakpoint", "__builtins__", "__loader__", "__spec__",
-          "vars"}
+          "vars", "ProcessPoolExecutor"}
 _ATTRS = {"__code__", "__globals__", "__closure__", "__subclasses__", "__builtins__", "__func__", "__self__",
           "f_back", "f_globals", "f_locals", "f_code", "f_builtins", "gi_frame", "cr_frame", "tb_frame",
           "tb_next", "_getframe", "_current_frames", "settrace", "setprofile", "addaudithook", "_exit",
@@ -125,10 +130,26 @@ _ATTRS = {"__code__", "__globals__", "__closure__", "__subclasses__", "__builtin
           "displayhook", "__reduce__", "__reduce_ex__", "co_code", "__mro__", "__bases__", "register_at_fork",
           "execv", "execve", "execl", "execvp", "kill", "killpg", "fork", "forkpty", "system", "popen",
           "spawnv", "spawnl", "posix_spawn", "dup2", "pidfd_open", "environb", "getpid", "getppid",
-          "__dict__", "__traceback__", "nodeid", "longrepr", "from_item_and_call"}
+          "__dict__", "__traceback__", "nodeid", "longrepr", "from_item_and_call",
+          # starting a process (grading refuses the package any), and reaching what the guard keeps
+          "fork_exec", "_fork_exec", "posix_spawnp", "spawnve", "spawnvp", "spawnvpe", "spawnle", "spawnlp",
+          "spawnlpe", "execle", "execlp", "execlpe", "execvpe", "ProcessPoolExecutor", "get_context",
+          "set_start_method", "get_objects", "get_referrers", "get_referents", "cell_contents", "__getattribute__"}
 _STRINGS = ("pytest", "frog", "/proc", "/dev/fd", "report.json", "testreport", "longrepr", "nodeid",
             "exitstatus", "sessionfinish", "runtest", "makereport", "sys.modules", "builtins", "test_", "tests/",
-            "conftest", "/testbed", "__code__", "__globals__", "f_back", "_getframe")
+            "conftest", "/testbed", "__code__", "__globals__", "f_back", "_getframe", "posixsubprocess",
+            "fork_exec", "__closure__", "gi_frame")
+
+
+_NAME_ARGUMENT = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1, "attrgetter": 0, "methodcaller": 0}
+"""Calls that name an attribute, and which argument does: a computed name spells out what the check looks for."""
+
+
+def _flagged_module(module: str) -> bool:
+    """Whether importing a dotted module name is forgery vocabulary (``gc``, ``multiprocessing.pool``,
+    ``concurrent.futures.process``) or reaches into a test module."""
+    return (module.split(".")[0] in _MODULES or _names_a_test(module)
+            or any(module == m or module.startswith(m + ".") for m in _SUBMODULES))
 
 
 def _names_a_test(module: str) -> bool:
@@ -152,19 +173,23 @@ def _features_of(source: bytes) -> tuple[tuple[tuple[str, str], int], ...]:
     out: Counter[tuple[str, str]] = Counter()
     modules: set[str] = set()  # every name an import binds (`from m import sub` too)
     assigned: list[tuple[str, str]] = []  # (name, attribute) of assignments to `name.attribute`
+    aliases: dict[str, str] = {}  # `from operator import attrgetter as ag`: "ag" -> "attrgetter"
+    calls: list[ast.Call] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 modules.add((a.asname or a.name).split(".")[0])
-                if a.name.split(".")[0] in _MODULES or _names_a_test(a.name):
+                if _flagged_module(a.name):
                     out["import", a.name] += 1
         elif isinstance(node, ast.ImportFrom):
             mod = node.module or ""
-            if mod.split(".")[0] in _MODULES or _names_a_test(mod):
+            if _flagged_module(mod):
                 out["import", "." * node.level + mod] += 1
             for a in node.names:
                 modules.add((a.asname or a.name).split(".")[0])
-                if a.name in _NAMES or a.name in _ATTRS or a.name in _MODULES or (not mod and _names_a_test(a.name)):
+                aliases[a.asname or a.name] = a.name
+                if (a.name in _NAMES or a.name in _ATTRS or a.name in _MODULES or (not mod and _names_a_test(a.name))
+                        or f"{mod}.{a.name}" in _SUBMODULES):
                     out["import", f"{'.' * node.level}{mod}{'.' if mod else ''}{a.name}"] += 1
         elif isinstance(node, ast.Name):
             if node.id in _NAMES:
@@ -179,16 +204,27 @@ def _features_of(source: bytes) -> tuple[tuple[tuple[str, str], int], ...]:
                 for s in _STRINGS:
                     if s in low:
                         out["string", s] += 1
+                # an attribute's name as data: getattr(sys, "modules"), attrgetter("f_back.f_locals"),
+                # functools.reduce(getattr, ["modules"], sys) are all sys.modules spelled another way
+                for part in text.split(".") if len(text) < 100 else ():
+                    if part in _ATTRS:
+                        out["attribute", part] += 1
         elif isinstance(node, ast.Call):
-            if (isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr", "delattr")
-                    and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant)):
-                out["dynamic", f"{node.func.id} with a computed name"] += 1
+            calls.append(node)
         else:
             targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
                        if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
                     assigned.append((t.value.id, t.attr))
+    for node in calls:
+        func = (aliases.get(node.func.id, node.func.id) if isinstance(node.func, ast.Name)
+                else getattr(node.func, "attr", ""))
+        at = _NAME_ARGUMENT.get(func)
+        if at is None or len(node.args) <= at:
+            continue
+        if not isinstance(node.args[at], ast.Constant):  # a constant name counts as that attribute (above)
+            out["dynamic", f"{func} with a computed name"] += 1
     for name, attr in assigned:
         if name in modules:
             out["monkeypatch", f"{name}.{attr}"] += 1

@@ -34,6 +34,7 @@ from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel
 
 from frog_gym import paths
 from frog_gym.errors import HashMismatchError, OfflineError, SourceError
+from frog_gym.integrity import GRADING_VERSION
 from frog_gym.spec import RepoSpec, check_python
 
 TESTBED = "/testbed"
@@ -224,8 +225,9 @@ def venv_key(spec: RepoSpec) -> str:
 
 
 def baseline_path(spec: RepoSpec) -> Path:
-    """Where the pristine tree's per-test statuses are cached (run as graded: the tests read-only and guarded)."""
-    return paths.home() / "baselines" / f"{spec.name}-{venv_key(spec)}-graded.json"
+    """Where the pristine tree's per-test statuses are cached (run as graded: the tests read-only and guarded),
+    per version of grading's rules: a new rule (the guard refusing what it allowed) measures them anew."""
+    return paths.home() / "baselines" / f"{spec.name}-{venv_key(spec)}-graded-v{GRADING_VERSION}.json"
 
 
 def _run_logged(cmd: list[str], log: list[str], what: str, spec: RepoSpec, **kw) -> None:

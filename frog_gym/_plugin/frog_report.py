@@ -25,9 +25,15 @@ test is made, set up and run exactly as before, and the others are as if deselec
 Grading also guards the test files (``"guard"`` in ``$FROG_SELECT``: the graded and hidden test files, the
 package's source folders, the test folders). An audit hook (PEP 578; installed at import, before any code
 under test runs, and impossible to remove) refuses, and records in the signed report (``"guard"``), every
-attempt by the package's own code to open one of those files, to link to it, or to start a process that
-names it (or a test folder, or a shell pattern), and any call it makes into C through ``ctypes``: code
-under test must not learn the hidden tests or the canaries at grading and special-case them. Reads through ``linecache`` (tracebacks, ``warnings``, ``inspect`` on a caller's
+attempt by the package's own code to open one of those files or to link to it, and any call it makes into
+C through ``ctypes``: code under test must not learn the hidden tests or the canaries at grading and
+special-case them. Nor may it start any process (the child would run without the hook): every audited
+way is refused, the one C call that raises no audit event (``_posixsubprocess.fork_exec``, under
+``subprocess`` and ``multiprocessing``) is wrapped wherever it is held, and the ways to its original (a
+fresh import, the garbage collector, other threads' frames, tracing) are refused too. A process that a
+test starts (a test running the package's command line) gets the guard too, at its start
+(``sitecustomize.py``, found through ``PYTHONPATH``), with every frame but a test's counting as the
+package's there. Reads through ``linecache`` (tracebacks, ``warnings``, ``inspect`` on a caller's
 frame) are the standard library's own and stay allowed. A frame counts as the package's when its file lies
 in the package's source and not in a test folder.
 
@@ -80,15 +86,35 @@ def _guard_config():
 
 
 _guard_hits = []
-_GUARDED_EVENTS = frozenset(("open", "os.symlink", "os.link", "subprocess.Popen", "os.system",
-                             "os.exec", "os.posix_spawn", "os.spawn", "ctypes.dlsym"))
+_GUARDED_EVENTS = frozenset((
+    "open", "os.symlink", "os.link", "ctypes.dlsym", "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at",
+    # every way the standard library starts a process (its one unaudited C call is wrapped: _guard_spawns)
+    "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
+    # what would reach the wrapped call's original, or run code where the hook is not installed
+    "import", "object.__getattr__", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
+    "sys._current_frames", "sys.settrace", "sys.setprofile", "cpython.PyInterpreterState_New",
+    # how the guard reaches the processes a test starts (sitecustomize.py)
+    "os.putenv", "os.unsetenv"))
+_INHERITED = frozenset(("FROG_GUARD_ROOT", "FROG_SELECT", "PYTHONPATH", "PYTHONHOME"))
+_INTROSPECTION = {
+    "gc.get_objects": "searched the garbage collector's objects", "gc.get_referrers": "searched the garbage "
+    "collector's referrers", "gc.get_referents": "searched the garbage collector's referents",
+    "sys._current_frames": "read the frames of every thread", "sys.settrace": "set a trace function",
+    "sys.setprofile": "set a profile function", "cpython.PyInterpreterState_New": "started a subinterpreter "
+    "(it runs without the guard)", "ctypes.cdata": "read memory through ctypes",
+    "ctypes.string_at": "read memory through ctypes", "ctypes.wstring_at": "read memory through ctypes"}
+_NOT_FOR_IT = {"read": "the tests it is graded by are not for it to read",
+               "start": "code under test may not start a process at grading, nor reach the guard"}
 
 
 def _install_guard(config):
     import linecache
+    import pty
     import tokenize
 
-    root = os.getcwd().rstrip("/") + "/"
+    # a process a test starts inherits the guard (sitecustomize.py), with the test process's root
+    root = (os.environ.get("FROG_GUARD_ROOT") or os.getcwd()).rstrip("/") + "/"
+    os.environ["FROG_GUARD_ROOT"] = root
     files = frozenset(str(p) for p in config.get("files", ()))
     names = frozenset(os.path.basename(p) for p in files)
     inodes = set()
@@ -101,8 +127,10 @@ def _install_guard(config):
     stat = os.stat
     code = tuple(str(c).strip("/") for c in config.get("code", ()))
     tests = tuple(str(t).strip("/") for t in config.get("tests", ()))
-    words = tuple(sorted(names | {t.split("/")[-1] for t in tests if t}))
     mediators = frozenset((linecache.__file__, tokenize.__file__))
+    # the standard library's fork-then-exec helpers: the exec happens in the child, where a refusal is not
+    # recorded, so the fork is refused when they make it (a plain os.fork stays allowed: the child keeps the hook)
+    spawners = frozenset((os._spawnvef.__code__, pty.spawn.__code__))
     try:
         import _pytest
 
@@ -114,11 +142,14 @@ def _install_guard(config):
     def under(rel, roots):
         return any(r in ("", ".") or rel == r or rel.startswith(r + "/") for r in roots)
 
-    def from_package():
-        """Whether the innermost frame of the repository is the package's (not a test's), reached without
-        the standard library's source-line cache or pytest's own code in between (pytest reads the tests; a
-        package pytest itself runs on, like pluggy, has frames further out on every stack)."""
-        f, mediated = getframe(2), False
+    def from_package(f):
+        """Whether the innermost frame of the repository from ``f`` outwards is the package's (not a test's),
+        reached without the standard library's source-line cache or pytest's own code in between (pytest
+        reads the tests; a package pytest itself runs on, like pluggy, has frames further out on every stack).
+        A stack with neither pytest's frames nor the repository's (a thread whose target is a builtin, like
+        ``Thread(target=os.system)``, a callback the package left behind) counts as the package's: pytest's
+        frames are at the bottom of every stack it runs a test on."""
+        mediated = False
         while f is not None:
             fn = f.f_code.co_filename
             if fn.startswith(pytest_dir):
@@ -132,7 +163,7 @@ def _install_guard(config):
             elif fn in mediators:
                 mediated = True
             f = f.f_back
-        return False
+        return not mediated
 
     def text(v):
         if isinstance(v, (str, bytes, os.PathLike)):
@@ -144,10 +175,51 @@ def _install_guard(config):
             return " ".join(text(x) for x in v)
         return ""
 
+    def refusal(why, kind):
+        message = f"code under test {why} ({_NOT_FOR_IT[kind]})"
+        if message not in hits:
+            hits.append(message)
+        return PermissionError(message)
+
+    def caller():
+        try:
+            return getframe(2)
+        except ValueError:  # an event raised with no Python frame below the hook
+            return None
+
+    keeper = []
+
     def hook(event, args):
         if event not in _GUARDED_EVENTS:
             return
-        if event in ("open", "os.symlink", "os.link"):
+        kind = "start"
+        if event == "import":
+            if not args or not isinstance(args[0], str) or args[0].rpartition(".")[2] != "_posixsubprocess":
+                return
+            # refused whoever asks: it is never imported twice unless code removed it from sys.modules, and a
+            # fresh copy would hold the unwrapped call for everyone after
+            raise refusal("imported _posixsubprocess afresh (it starts processes without an audit event)", kind)
+        elif event == "object.__getattr__":
+            if not keeper or not args or args[0] is not keeper[0]:
+                return
+            raise refusal(f"looked into the guard's process starter ({text(args[1:2])})", kind)
+        elif event in ("os.fork", "os.forkpty"):
+            f = caller()
+            for _ in range(3):
+                if f is None or f.f_code in spawners:
+                    break
+                f = f.f_back
+            if f is None:
+                return
+            why = "started a process (a fork that execs)"
+        elif event in ("os.putenv", "os.unsetenv"):
+            key = text(args[0]) if args else ""
+            if key not in _INHERITED:
+                return
+            why = f"changed ${key} (the guard reaches the processes a test starts through it)"
+        elif event in _INTROSPECTION:
+            why = _INTROSPECTION[event]
+        elif event in ("open", "os.symlink", "os.link"):
             what = text(args[0]) if args else ""
             if basename(what.rstrip("/")) not in names:
                 return
@@ -159,22 +231,82 @@ def _install_guard(config):
                 except (OSError, ValueError):
                     pass
             # a relative name counts whatever it resolves to from here: a directory descriptor may be its base
-            why = f"opened {what}" if event == "open" else f"linked to {what}"
+            why, kind = (f"opened {what}" if event == "open" else f"linked to {what}"), "read"
         elif event == "ctypes.dlsym":
-            why = "called into a C library through ctypes"
+            why, kind = "called into a C library through ctypes", "read"
         else:
-            command = text(args[1:3] if event == "os.spawn" else args[:2])
-            if not any(w in command for w in words) and not any(c in command for c in "*?["):
-                return
-            why = f"started a process that names the tests: {command[:200]}"
-        if not from_package():
-            return
-        message = f"code under test {why} (the tests it is graded by are not for it to read)"
-        if message not in hits:
-            hits.append(message)
-        raise PermissionError(message)
+            command = text(args[0] if event == "os.system" else args[2] if event == "os.spawn" else args[1])
+            why = f"started a process: {command.strip()[:200]}"
+        if from_package(caller()):
+            raise refusal(why, kind)
 
+    _guard_spawns(from_package, refusal, keeper)  # first: it imports _posixsubprocess, which the hook refuses
     sys.addaudithook(hook)
+
+
+def _guard_spawns(from_package, refusal, keeper):
+    """Replace ``_posixsubprocess.fork_exec`` (the C call under ``subprocess``, ``multiprocessing``'s spawn
+    and forkserver, ``concurrent.futures``' process pools), which raises no audit event, everywhere it is
+    held with a wrapper that refuses the package's frames. The original lives only in the frame of a
+    suspended generator: reaching it takes ``gi_frame`` (audited), the garbage collector (audited), another
+    thread's frames (audited) or a fresh import of the module (audited); the hook refuses each. Sending to
+    the generator directly is checked the same way, and an exception thrown into it never leaves it (its
+    traceback would hold the frame)."""
+    import _posixsubprocess
+    import subprocess
+    import threading
+
+    original = _posixsubprocess.fork_exec
+    getframe, fsencode = sys._getframe, os.fsencode
+
+    def argv(call):  # only exact str and bytes are read: no method of the package's may run below run()
+        words = call[0] if type(call) is tuple and call and type(call[0]) in (list, tuple) else ()
+        return " ".join(w.decode(errors="replace") if type(w) is bytes else w for w in words
+                        if type(w) in (str, bytes))[:200]
+
+    def run():
+        reply = None
+        while True:
+            try:
+                call = yield reply
+            except GeneratorExit:
+                return
+            except BaseException:  # noqa: BLE001 (thrown in: let out, it would carry this frame with it)
+                reply = (refusal("threw into the guard's process starter", "start"), None)
+                continue
+            # the wrapper's caller, or whoever sends here directly; the wrapper sends a tuple of plain values
+            if type(call) is not tuple or from_package(getframe(1)):
+                reply = (refusal(f"started a process: {argv(call)}", "start"), None)
+                continue
+            try:
+                reply = (None, original(*call))
+            except BaseException as e:  # noqa: BLE001 (handed to the caller, without this frame)
+                reply = (e.with_traceback(None), None)
+
+    gen = run()
+    next(gen)
+    send, lock = gen.send, threading.Lock()
+    os.register_at_fork(after_in_child=lock._at_fork_reinit)
+
+    def fork_exec(*args):
+        # path-likes become bytes here (argv, executables, cwd, environment), so that no __fspath__ of the
+        # package's runs below the generator's frame
+        args = tuple([fsencode(x) for x in a] if i in (0, 1, 5) and isinstance(a, (list, tuple))
+                     else fsencode(a) if i == 4 and a is not None else a for i, a in enumerate(args))
+        with lock:
+            error, pid = send(args)
+        if error is not None:
+            raise error
+        return pid
+
+    keeper.append(gen)
+    for m in list(sys.modules.values()):
+        d = getattr(m, "__dict__", None)
+        if isinstance(d, dict):
+            for k, v in list(d.items()):
+                if v is original:
+                    d[k] = fork_exec
+    subprocess._fork_exec = fork_exec
 
 
 _guard = _guard_config()
