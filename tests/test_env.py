@@ -318,13 +318,16 @@ def test_switching_repository_and_back_restores_each_starting_state():
 
 def test_reset_after_a_graded_episode_restores_every_kind_of_change(env):
     """After grading (every process of the episode verified dead), reset restores from the walk grading made
-    instead of walking again: every kind of change an agent can leave must still be undone."""
+    instead of walking again, and rewrites changed files in place where that is safe (one link, no extended
+    attribute): every kind of change an agent can leave must still be undone, two tracked files made one
+    inode included."""
     from frog_gym.workspace import _manifest
 
     env.reset(seed=0)
     env.step({"tool": "bash", "command": (
         "echo broken >> inflection/__init__.py && rm setup.py && mkdir -p new/deep && echo x > new/deep/a.py && "
-        "ln -s /etc/passwd link && chmod 600 README.rst && mkfifo pipe && git commit -qam x; "
+        "ln -s /etc/passwd link && chmod 600 README.rst && mkfifo pipe && ln -f MANIFEST.in LICENSE && "
+        "echo shared >> LICENSE && git commit -qam x; "
         "(sleep 30 &) ; true")})
     env.step({"tool": "create", "path": "scratch.py", "file_text": "x = 1\n"})
     *_, info = env.step({"tool": "submit"})
