@@ -165,6 +165,10 @@ def _walk(root: Path) -> dict[str, os.stat_result]:
     return out
 
 
+_FILE = os.stat_result((stat.S_IFREG, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+"""The stand-in stat of an entry no walk saw (a removed folder's children): a plain file."""
+
+
 def _sig(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
@@ -289,13 +293,16 @@ class Workspace:
         self.last_walk = None
         src_base = str(template.root)
         touched: list[str] = []
+        state = self._state
+        # What may have to go: entries the template lacks, that changed since the last sync, or that the two
+        # templates disagree on (a cheap first pass: most of a tree is as it was).
+        suspect = [rel for rel, st in have.items()
+                   if (w := want.get(rel)) is None or state.get(rel) != _sig(st) or old.get(rel) != w]
         with _Root(self.path) as root:
             # Remove what should not be there (deepest first), or what is of the wrong kind or content.
-            for rel in sorted(have, key=lambda r: r.count("/"), reverse=True):
+            for rel in sorted(suspect, key=lambda r: r.count("/"), reverse=True):
                 st = have[rel]
                 w = want.get(rel)
-                if w is not None and self._state.get(rel) == _sig(st) and old.get(rel) == w:
-                    continue
                 try:
                     pfd, name = root.parent(rel)
                 except OSError:  # an ancestor is gone or was swapped; it is handled at its own level
@@ -311,7 +318,7 @@ class Workspace:
                             touched.append(rel)
                         continue
                     if stat.S_ISREG(st.st_mode) and w is not None and w[0] == "f" and \
-                            _overwrite_at(pfd, name, f"{src_base}/{rel}"):
+                            _overwrite_at(pfd, name, f"{src_base}/{rel}", st):
                         touched.append(rel)  # rewritten in place: a new inode costs several times more
                         continue
                     _rmtree_at(pfd, name)
@@ -345,9 +352,13 @@ class Workspace:
                 touched.append(rel)
             if touched:  # re-record only what changed; a removed folder's children are gone from the state
                 gone = {r for r in touched if r not in want}
-                under = tuple(g + "/" for g in gone)
-                self._state = {r: v for r, v in self._state.items()
-                               if r in want and r not in gone and not (under and r.startswith(under))}
+                under = tuple(g + "/" for g in gone if stat.S_ISDIR(have.get(g, _FILE).st_mode))
+                if under or old is not want:
+                    self._state = {r: v for r, v in self._state.items()
+                                   if r in want and r not in gone and not (under and r.startswith(under))}
+                else:  # the same template and files only: their entries go, nothing under them
+                    for g in gone:
+                        self._state.pop(g, None)
                 for rel in touched:
                     if rel in want:
                         self._state[rel] = _sig(root.lstat(rel))
@@ -402,22 +413,24 @@ class Workspace:
         self.last_walk = None
 
 
-def _overwrite_at(dir_fd: int, name: str, src: str) -> bool:
+def _overwrite_at(dir_fd: int, name: str, src: str, seen: os.stat_result) -> bool:
     """Give the regular file ``name`` under ``dir_fd`` the bytes, mode and times of the host file ``src``, in
-    place; False (nothing done) unless it is a regular file with no other link and no extended attribute,
-    which the caller then replaces whole. Only called with no process of the episode alive."""
+    place; False when the caller must replace it whole instead: it is not, as ``seen`` (its lstat from the
+    walk) says, a regular file with no other link, or it has extended attributes (then it is left empty).
+    Only called with no process of the episode alive, so nothing can swap the entry in between."""
+    if not stat.S_ISREG(seen.st_mode) or seen.st_nlink != 1:
+        return False
     try:
-        fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+        fd = os.open(name, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError:
         return False
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or os.listxattr(fd):
+        if (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino) or st.st_nlink != 1 or os.listxattr(fd):
             return False
         src_st = os.stat(src)
         with open(src, "rb") as f:
             data = f.read()
-        os.ftruncate(fd, 0)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
