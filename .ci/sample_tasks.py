@@ -5,6 +5,7 @@ puts them back).
 
 Usage: python .ci/sample_tasks.py [--n 20] [--seed S] [--budget 900] [--graded]
        python .ci/sample_tasks.py --all --record FILE [--budget SECONDS] [--graded]   (every registered task)
+       python .ci/sample_tasks.py --summary --record FILE   (counts, failures by reason, seconds per task)
 
 Each sampled task is applied to a fresh copy of its repository's pristine snapshot in the sandbox and its
 FAIL_TO_PASS + PASS_TO_PASS tests run together, as grading runs them: with the bug patch, every
@@ -214,6 +215,31 @@ def graded_order(ids: list[str], seed: str) -> list[str]:
     return [t for k in keys for t in rng.sample(groups[k], len(groups[k]))]
 
 
+def summary(record: str, registered: list[str]) -> str:
+    """Per mode of ``record``'s lines (a task's last line counts): tasks checked, passed, failed by reason (the
+    problem's text before its first colon, numbers as N), not reached among ``registered``, and the seconds
+    per task (median, p90)."""
+    import re
+    import statistics
+    from collections import Counter
+
+    last: dict[str, dict[str, dict]] = {}
+    with open(record, encoding="utf-8") as f:
+        for r in map(json.loads, filter(str.strip, f)):
+            last.setdefault(r.get("mode", "cold"), {})[r["id"]] = r
+    out = []
+    for mode, rows in sorted(last.items()):
+        secs = sorted(r["seconds"] for r in rows.values())
+        bad = Counter(re.sub(r"\d+", "N", r["problem"].split(":")[0]) for r in rows.values() if not r["ok"])
+        gone = len(set(rows) - set(registered))
+        out.append(f"{mode}: {len(rows)} checked ({gone} no longer registered), {len(rows) - sum(bad.values())} passed, "
+                   f"{sum(bad.values())} failed, {len(set(registered) - set(rows))} of the {len(registered)} registered "
+                   f"not reached; seconds per task: median {statistics.median(secs):.1f}, "
+                   f"p90 {secs[int(0.9 * (len(secs) - 1))]:.1f}")
+        out += [f"  {n:5}  {why}" for why, n in bad.most_common()]
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     p.add_argument("--n", type=int, default=20)
@@ -225,15 +251,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--graded", action="store_true",
                    help="check through the env and its warm grading, as an episode is graded (default: cold)")
     p.add_argument("--record", help="append each verdict here as a JSON line; skip the tasks it records in this mode")
+    p.add_argument("--summary", action="store_true", help="print what --record FILE holds per mode, and check nothing")
     args = p.parse_args(argv)
     mode = "graded" if args.graded else "cold"
 
+    from frog_gym.env import default_pool
+    from frog_gym.live import live_task_ids
     from frog_gym.task import task_index
 
+    if args.summary:
+        if not args.record:
+            p.error("--summary reads the file of --record FILE; name it")
+        print(summary(args.record, default_pool() + live_task_ids()))
+        return 0
     if args.all:
-        from frog_gym.env import default_pool
-        from frog_gym.live import live_task_ids
-
         ids = default_pool() + live_task_ids()
         sample = random.Random(args.seed).sample(ids, len(ids))
     else:

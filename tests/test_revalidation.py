@@ -86,3 +86,20 @@ def test_graded_order_groups_by_repository_venv():
     assert sorted(order) == sorted(ids) and order == sample_tasks.graded_order(list(reversed(ids)), "s")
     repos = [t.split("__")[0] for t in order]
     assert repos in (["iniconfig"] * 2 + ["inflection"] * 2, ["inflection"] * 2 + ["iniconfig"] * 2)
+
+
+def test_summary_counts_each_mode_and_names_failure_reasons(tmp_path):
+    rows = [{"id": VALID, "ok": True, "problem": None, "seconds": 20.0},  # an old line: cold
+            {"id": VALID, "mode": "graded", "ok": True, "problem": None, "seconds": 1.0},
+            {"id": OTHER, "mode": "graded", "ok": False, "seconds": 3.0,
+             "problem": "with the bug, 2 FAIL_TO_PASS tests pass: ['t::a', 't::b']"},
+            {"id": "gone__x-1", "mode": "graded", "ok": False, "seconds": 2.0,
+             "problem": "with the bug, 1 FAIL_TO_PASS tests pass: ['t::a']"}]
+    record = tmp_path / "r.jsonl"
+    record.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert sample_tasks.summary(str(record), [VALID, OTHER, "iniconfig__early_return-083d7ef9"]).splitlines() == [
+        "cold: 1 checked (0 no longer registered), 1 passed, 0 failed, 2 of the 3 registered not reached; "
+        "seconds per task: median 20.0, p90 20.0",
+        "graded: 3 checked (1 no longer registered), 1 passed, 2 failed, 1 of the 3 registered not reached; "
+        "seconds per task: median 2.0, p90 2.0",
+        "      2  with the bug, N FAIL_TO_PASS tests pass"]
