@@ -6,6 +6,7 @@ puts them back).
 Usage: python .ci/sample_tasks.py [--n 20] [--seed S] [--budget 900] [--graded]
        python .ci/sample_tasks.py --all --record FILE [--budget SECONDS] [--graded]   (every registered task)
        python .ci/sample_tasks.py --summary --record FILE   (counts, failures by reason, seconds per task)
+       python .ci/sample_tasks.py --ids ID... [--graded] [--record FILE]   (these tasks, again)
 
 Each sampled task is applied to a fresh copy of its repository's pristine snapshot in the sandbox and its
 FAIL_TO_PASS + PASS_TO_PASS tests run together, as grading runs them: with the bug patch, every
@@ -252,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="check through the env and its warm grading, as an episode is graded (default: cold)")
     p.add_argument("--record", help="append each verdict here as a JSON line; skip the tasks it records in this mode")
     p.add_argument("--summary", action="store_true", help="print what --record FILE holds per mode, and check nothing")
+    p.add_argument("--ids", nargs="+", metavar="ID",
+                   help="check these tasks (again: a verdict --record holds is not skipped; the last line counts)")
     args = p.parse_args(argv)
     mode = "graded" if args.graded else "cold"
 
@@ -264,7 +267,12 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--summary reads the file of --record FILE; name it")
         print(summary(args.record, default_pool() + live_task_ids()))
         return 0
-    if args.all:
+    if args.ids:
+        unknown = [t for t in args.ids if t not in task_index()]
+        if unknown:
+            p.error(f"unknown task ids {unknown}; see `frog-gym tasks`")
+        sample = list(args.ids)
+    elif args.all:
         ids = default_pool() + live_task_ids()
         sample = random.Random(args.seed).sample(ids, len(ids))
     else:
@@ -273,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.graded:
         sample = graded_order(sample, args.seed)
     done: set[str] = set()
-    if args.record:
+    if args.record and not args.ids:
         try:
             with open(args.record, encoding="utf-8") as f:
                 done = {r["id"] for r in map(json.loads, filter(str.strip, f)) if r.get("mode", "cold") == mode}
