@@ -173,12 +173,13 @@ def check_graded(env, task_id: str, fresh: bool = True) -> tuple[str | None, dic
         return f"bug grade: {trouble}", facts
     if report["tampering"]:
         return f"bug grade: tampering flagged on the untouched tree: {report['tampering'][:3]}", facts
+    why = f" ({report['note'][:300]})" if report["note"] else ""  # e.g. the run was killed at the time limit
     if report["fail_to_pass"]["success"]:
         passing = report["fail_to_pass"]["success"]
-        return f"with the bug, {len(passing)} FAIL_TO_PASS tests pass: {passing[:3]}", facts
+        return f"with the bug, {len(passing)} FAIL_TO_PASS tests pass: {passing[:3]}{why}", facts
     if report["pass_to_pass"]["failure"]:
         broken = report["pass_to_pass"]["failure"]
-        return f"with the bug, {len(broken)} PASS_TO_PASS tests fail: {broken[:3]}", facts
+        return f"with the bug, {len(broken)} PASS_TO_PASS tests fail: {broken[:3]}{why}", facts
     if report["resolved"] != "RESOLVED_NO":
         return f"with the bug, the grade is {report['resolved']}, not RESOLVED_NO ({report['note']})", facts
     report, trouble, again = _episode(env, task_id, gold, fresh)
