@@ -17,9 +17,12 @@ any checked task that breaks a rule does. Exit status: 0 when every checked task
 ``--graded`` checks each task through the env instead, exactly as an episode is graded (:func:`check_graded`):
 ``FrogSWE-v0``'s ``reset(options={"task_id": ...})``, submit the untouched bug state (every FAIL_TO_PASS test
 fails, every PASS_TO_PASS test passes, no tampering, no infrastructure failure), reset again, write the gold
-fix's files with the env's own ``create`` tool, submit (RESOLVED_FULL, no tampering). Grading is then warm (one
-grading server per repository venv), so the tasks run grouped by repository venv, the groups in seeded order,
-and one env serves the whole run. The cold check stays the default.
+fix's files with the env's own ``create`` tool, submit (RESOLVED_FULL, no tampering). A grade the grade cache
+answers is dropped from it and run again, so every verdict comes from a test run made now. Grading is then warm
+(one grading server per repository venv), so the tasks run grouped by repository venv, the groups in seeded
+order, and one env serves the whole run. The cold check stays the default. Measured on 2026-12-03 (2 shared
+cores, ``--summary`` of docs/revalidation.jsonl): graded median 1.0 s, p90 3.2 s per task, over all 2,019
+tasks; cold median 17.7 s, p90 54.2 s over 152 tasks of earlier runs (not paired: other hours, other load).
 
 ``--all`` checks every registered task: ``FrogSWE-v0``'s pool plus the FrogLive tasks (on their own release),
 in a seeded order (cold: shuffled, so an unfinished run has checked a uniform sample; graded: grouped as
