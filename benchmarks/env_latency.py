@@ -18,13 +18,15 @@ average is printed at the start and the end. Run:
 
     python benchmarks/env_latency.py [--task ID ...] [--n 3] [--resets 20]
 
-Measured (2026-12-03, 2 shared cores). Before the grading server's code caches and selected-only collection
-(load 10-20, ``--n 1``, 12 tasks): warm grade / cold bare pytest wall 0.51x, CPU 0.69x; / pytest's reported
-time 1.98x. After (load 7.8-9.2, ``--n 1 --resets 10``, 13 tasks of 11 repositories): wall 0.31x, CPU 0.29x
-(target 0.5x: met); / pytest's reported time 1.12x (target 1.5x: met); the cold grade is 1.18x the bare
-pytest. Resets: same task 14.9x its floor of 2.0 ms (30 ms: a walk of the whole tree, .git included, to find
-what changed, and the kill of the used shell; target 2x: not met), cross-repository 0.03x of `cp -a` +
-`rm -rf` (a workspace kept per repository). The same run at load 11-13 with ``--n 3``: 0.30x, 0.33x, 1.17x.
+Measured (2026-12-03, 2 shared cores). Session 4, before the grading server's code caches and selected-only
+collection (load 10-20, ``--n 1``, 12 tasks): warm grade / cold bare pytest wall 0.51x, CPU 0.69x; / pytest's
+reported time 1.98x; after (load 7.8-9.2, 13 tasks of 11 repositories): 0.31x, 0.29x, 1.12x. Session 5, with the
+seal of pytest and the process guard in every graded run (load 1.8-3.5, ``--n 2 --resets 15``): wall 0.36x, CPU
+0.36x (target 0.5x: met), / pytest's reported time 1.19x (target 1.5x: met). Resets (``--skip-grading --resets 20``,
+load 1.8-2.1): same task after a graded episode 1.71x and 1.86x its floor in two runs (0.8-0.9 ms against
+0.5 ms; target 2x: met; 14.9x in session 4, when the spare shell's launch forked the whole driver), + the first
+``bash true`` 1.1-1.4x; mid-episode 7-8x (the kernel's kill of the sandbox and a walk: not met); a repository
+switch 0.05-0.12x of ``cp -a`` + ``rm -rf``, 0.5-1.1x with the first command.
 """
 
 from __future__ import annotations

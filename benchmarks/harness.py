@@ -16,11 +16,11 @@ reuse a cached grade (a unique file outside the package's source would be discar
 Measured (2026-12-03, 2 shared cores, one round each): before the code caches, cold 2,070 episodes per
 CPU-hour, warm 3,760 (1.82x, load 6-16). With the grading server's code caches and selected-only collection
 (load 13-16): cold 2,453, warm 4,615 (1.88x); adding a workspace per repository to the env (load 12-13):
-cold 2,828, warm 5,555 (1.96x; target 2x: just short); per wall-hour 658 -> 1,118. The warm side's CPU is
-then about 0.6 s per episode: the graded pytest runs (0.5 s), ten server starts, the host's static check of
-each changed file (an AST walk of large modules), and iniconfig's five grades, which stay cold (pytest
-itself imports iniconfig, so no clean parent can exist). Each of the ten servers starts once and serves five
-grades here; a pool revisited over more epochs spreads that start further.
+cold 2,828, warm 5,555 (1.96x). Session 5 (load 1.6-2.5), with faster resets and spare shells, warm servers for
+pluggy and iniconfig, and the seal and process guard in every graded run: one pass cold 3,148, warm 6,169 (1.96x;
+per wall-hour 2.06x); ``--epochs 2`` (each task graded twice, as a training pool is revisited) cold 3,328,
+warm 7,608 (2.29x; target 2x). On one pass the ten grading-server starts are about a third of the warm side's
+CPU; the seal and guard cost the warm side about a tenth (2.52x at two epochs before them).
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --side warm --suite FILE   # one side, as the rotation runs it
