@@ -127,7 +127,11 @@ def _install_guard(config):
     stat = os.stat
     code = tuple(str(c).strip("/") for c in config.get("code", ()))
     tests = tuple(str(t).strip("/") for t in config.get("tests", ()))
-    mediators = frozenset((linecache.__file__, tokenize.__file__))
+    import platform
+
+    # the standard library's own reads of a source line, and platform's fixed commands (`uname -p`, which
+    # boltons' environment profile asks for through platform.processor())
+    mediators = frozenset((linecache.__file__, tokenize.__file__, platform.__file__))
     # the standard library's fork-then-exec helpers: the exec happens in the child, where a refusal is not
     # recorded, so the fork is refused when they make it (a plain os.fork stays allowed: the child keeps the hook)
     spawners = frozenset((os._spawnvef.__code__, pty.spawn.__code__))
@@ -138,6 +142,13 @@ def _install_guard(config):
     except ImportError:  # pragma: no cover (the plugin only loads inside pytest)
         pytest_dir = "\0"
     getframe, fsdecode, basename, hits = sys._getframe, os.fsdecode, os.path.basename, _guard_hits
+
+    def plugin_file(fn):
+        """A pytest plugin's own module outside the repository (pytest-timeout's stack dump at a timeout runs on
+        top of the test's frames, the package's included)."""
+        name = basename(fn)
+        return not fn.startswith(root) and (name.startswith("pytest_") or
+                                            basename(os.path.dirname(fn)).startswith("pytest_"))
 
     def under(rel, roots):
         return any(r in ("", ".") or rel == r or rel.startswith(r + "/") for r in roots)
@@ -152,7 +163,7 @@ def _install_guard(config):
         mediated = False
         while f is not None:
             fn = f.f_code.co_filename
-            if fn.startswith(pytest_dir):
+            if fn.startswith(pytest_dir) or plugin_file(fn):
                 return False
             if fn.startswith(root):
                 rel = fn[len(root):]
