@@ -296,7 +296,9 @@ class Canaries:
         """Reasons the run is not to be trusted (empty: the canaries behaved).
 
         A canary may be reported several times, once per parameter of an autouse fixture (``name[param]``). A
-        canary missing because its file failed to collect is honest: every test of that file failed with it."""
+        canary missing because its file failed to collect is honest: every test of that file failed with it; so
+        is one missing because another file failed to collect and pytest stopped there (exit status 2): no test
+        ran at all, so nothing can have passed (a bug or an edit that breaks a test module at import)."""
         def of(name: str) -> list[str]:
             base = f"{self.file}::{name}"
             return [s for t, s in statuses.items() if t == base or t.startswith(base + "[")]
@@ -306,7 +308,8 @@ class Canaries:
             seen = of(n)
             if any(s in ("PASSED", "XFAIL") for s in seen):
                 out.append("a test that must fail reported a pass: outcomes were rewritten in the test process")
-            elif not seen and not any(e.split("::")[0] == self.file for e in collect_errors):
+            elif not seen and not any(e.split("::")[0] == self.file for e in collect_errors) and \
+                    not (collect_errors and exit_code == 2 and not statuses):
                 out.append("a canary test was never reported: the test run was cut short or filtered")
         for n in self.must_pass:
             if "FAILED" in of(n):
