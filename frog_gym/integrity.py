@@ -165,17 +165,62 @@ def _features(source: bytes) -> Counter[tuple[str, str]]:
 @functools.lru_cache(maxsize=512)
 def _features_of(source: bytes) -> tuple[tuple[tuple[str, str], int], ...]:
     """:func:`_features` as sorted pairs, cached: the pristine and starting versions of a file recur at every
-    grade of a task, and a large module takes a tenth of a second to walk."""
+    grade of a task, and a large module takes a tenth of a second to walk. Each top-level statement is walked
+    once per exact text (:func:`_scan`, cached): an agent's edit changes a few statements of a file, and the
+    rest need no second walk."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return ()
+    lines = source.split(b"\n") if b"\r" not in source else None  # the parser's line numbers, exactly
+    parts = []
+    for node in tree.body:
+        if lines is None:
+            parts.append(_walked(node))
+            continue
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        key = (type(node).__name__, node.col_offset, node.end_col_offset, b"\n".join(lines[first - 1:node.end_lineno]))
+        part = _SCANNED.get(key)
+        if part is None:
+            part = _SCANNED[key] = _walked(node)
+            if len(_SCANNED) > 20000:
+                _SCANNED.pop(next(iter(_SCANNED)))
+        parts.append(part)
+    out: Counter[tuple[str, str]] = Counter()
+    modules: set[str] = set()
+    aliases: dict[str, str] = {}
+    for counts, mods, _, als, _ in parts:
+        out.update(dict(counts))
+        modules.update(mods)
+        aliases.update(als)
+    for _, _, assigned, _, calls in parts:
+        for is_name, name, constant_args in calls:
+            func = aliases.get(name, name) if is_name else name
+            at = _NAME_ARGUMENT.get(func)
+            if at is None or len(constant_args) <= at:
+                continue
+            if not constant_args[at]:  # a constant name counts as that attribute (in _walked)
+                out["dynamic", f"{func} with a computed name"] += 1
+        for name, attr in assigned:
+            if name in modules:
+                out["monkeypatch", f"{name}.{attr}"] += 1
+    return tuple(sorted(out.items()))
+
+
+_SCANNED: dict[tuple[str, int, int | None, bytes], tuple] = {}
+"""Top-level statements already walked, by (kind, columns, exact text): what :func:`_walked` found in each."""
+
+
+def _walked(top: ast.AST) -> tuple:
+    """What one top-level statement holds: (flagged (kind, name) counts, names its imports bind, assignments to
+    ``name.attribute``, import aliases, calls as (by a bare name, the name, whether each argument is a
+    constant)); :func:`_features_of` adds them up, resolving aliases and monkeypatches across statements."""
     out: Counter[tuple[str, str]] = Counter()
     modules: set[str] = set()  # every name an import binds (`from m import sub` too)
     assigned: list[tuple[str, str]] = []  # (name, attribute) of assignments to `name.attribute`
     aliases: dict[str, str] = {}  # `from operator import attrgetter as ag`: "ag" -> "attrgetter"
-    calls: list[ast.Call] = []
-    for node in ast.walk(tree):
+    calls: list[tuple[bool, str, tuple[bool, ...]]] = []
+    for node in ast.walk(top):
         if isinstance(node, ast.Import):
             for a in node.names:
                 modules.add((a.asname or a.name).split(".")[0])
@@ -210,25 +255,16 @@ def _features_of(source: bytes) -> tuple[tuple[tuple[str, str], int], ...]:
                     if part in _ATTRS:
                         out["attribute", part] += 1
         elif isinstance(node, ast.Call):
-            calls.append(node)
+            is_name = isinstance(node.func, ast.Name)
+            calls.append((is_name, node.func.id if is_name else getattr(node.func, "attr", ""),
+                          tuple(isinstance(a, ast.Constant) for a in node.args)))
         else:
             targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
                        if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
                     assigned.append((t.value.id, t.attr))
-    for node in calls:
-        func = (aliases.get(node.func.id, node.func.id) if isinstance(node.func, ast.Name)
-                else getattr(node.func, "attr", ""))
-        at = _NAME_ARGUMENT.get(func)
-        if at is None or len(node.args) <= at:
-            continue
-        if not isinstance(node.args[at], ast.Constant):  # a constant name counts as that attribute (above)
-            out["dynamic", f"{func} with a computed name"] += 1
-    for name, attr in assigned:
-        if name in modules:
-            out["monkeypatch", f"{name}.{attr}"] += 1
-    return tuple(sorted(out.items()))
+    return (tuple(out.items()), frozenset(modules), tuple(assigned), tuple(aliases.items()), tuple(calls))
 
 
 def tampering(path: str, old: bytes | None, new: bytes, pristine: bytes | None = None) -> list[str]:
