@@ -19,8 +19,9 @@ CPU-hour, warm 3,760 (1.82x, load 6-16). With the grading server's code caches a
 cold 2,828, warm 5,555 (1.96x). Session 5 (load 1.6-2.5), with faster resets and spare shells, warm servers for
 pluggy and iniconfig, and the seal and process guard in every graded run: one pass cold 3,148, warm 6,169 (1.96x;
 per wall-hour 2.06x); ``--epochs 2`` (each task graded twice, as a training pool is revisited) cold 3,328,
-warm 7,608 (2.29x; target 2x). On one pass the ten grading-server starts are about a third of the warm side's
-CPU; the seal and guard cost the warm side about a tenth (2.52x at two epochs before them).
+warm 7,608 (2.29x). Then the static check walked each top-level statement once per text: one pass cold 3,123,
+warm 6,551 (**2.10x**, target 2x; per wall-hour 2.18x). On one pass the ten grading-server starts are about a
+third of the warm side's CPU; the seal and guard cost the warm side about a tenth (2.52x at two epochs before them).
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --side warm --suite FILE   # one side, as the rotation runs it
