@@ -196,6 +196,15 @@ def pytest_startup_owned(repo: PreparedRepo) -> tuple[str, ...]:
     return _startup_owned(str(repo.tree), tuple(repo.spec.install.import_paths))
 
 
+def pristine_binds(repo: PreparedRepo) -> tuple[tuple[Path, str, bool], ...]:
+    """Read-only mounts of the pristine release's import paths at ``/frog/pristine/<i>`` for a package pytest
+    itself imports (:func:`pytest_startup_owned`), else none: what ``frog_boot.py`` and the warm server's
+    parent bind pytest to."""
+    if not pytest_startup_owned(repo):
+        return ()
+    return tuple((repo.tree / p, f"/frog/pristine/{i}", False) for i, p in enumerate(repo.spec.install.import_paths))
+
+
 @functools.lru_cache(maxsize=64)
 def _startup_owned(tree: str, import_paths: tuple[str, ...]) -> tuple[str, ...]:
     from frog_gym.grading_server import _owned_modules
@@ -254,23 +263,19 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
             run_env["FROG_KEY_FIFO"] = "/frog/in/key"
         limits = limits or Limits(command_timeout=timeout, output_cap=8192)
         ro = tuple((tree / p, f"/testbed/{p}", False) for p in protect if (tree / p).exists())
-        if pytest_startup_owned(repo):
-            ro += tuple((repo.tree / p, f"/frog/pristine/{i}", False)
-                        for i, p in enumerate(repo.spec.install.import_paths))
+        pristine = pristine_binds(repo)
         try:
             sb = make_sandbox(backend, repo, tree, limits,
                               binds=((io / "in", "/frog/in", False), (out, "/frog/out", True),
-                                     (Path(plugin), "/frog/plugin", False), *binds, *ro))
+                                     (Path(plugin), "/frog/plugin", False), *binds, *ro, *pristine))
             files = test_files_of(ids) if ids is not None else list(repo.spec.tests.paths)
             if canaries is not None and canaries.file not in files:
                 files.append(canaries.file)
             start_pytest = ["-m", "pytest"]
-            boot = pytest_startup_owned(repo)
-            if boot:  # pytest imports the package itself: start it bound to a pristine copy (frog_boot.py)
+            if pristine:  # pytest imports the package itself: start it bound to a pristine copy (frog_boot.py)
                 start_pytest = ["/frog/plugin/frog_boot.py"]
-                run_env["FROG_OWNED"] = ",".join(boot)
-                run_env["FROG_PRISTINE"] = ":".join(f"/frog/pristine/{i}"
-                                                    for i, _ in enumerate(repo.spec.install.import_paths))
+                run_env["FROG_OWNED"] = ",".join(pytest_startup_owned(repo))
+                run_env["FROG_PRISTINE"] = ":".join(inside for _, inside, _ in pristine)
             argv = [str(repo.python), *start_pytest, *repo.spec.pytest_args, "-q", "-p", "frog_report",
                     *(a for p in plugins for a in ("-p", p)), *args, *files]
             result = sb.exec(argv, timeout, env=run_env)

@@ -200,15 +200,14 @@ class GradingServer:
         from frog_gym.sandbox.local import LocalSandbox, bwrap_path
 
         bwrap_path()
-        from frog_gym.grading import pytest_startup_owned
+        from frog_gym.grading import pristine_binds
 
         owned = _owned_modules(template.root, self.repo.spec.install.import_paths)
         self._owned = set(owned)
         preload = preload_list(self.repo, template, owned)
         # A package pytest itself imports (pluggy, iniconfig): the parent binds pytest to the pristine release's
         # copy, then forgets it, so each child's tests import the agent's (as frog_boot.py does cold).
-        pristine = [(self.repo.tree / p, f"/frog/pristine/{i}", False)
-                    for i, p in enumerate(self.repo.spec.install.import_paths)] if pytest_startup_owned(self.repo) else []
+        pristine = pristine_binds(self.repo)
         for _ in range(4):
             (self.io_in / "server.json").write_text(json.dumps({"owned": owned, "preload": preload,
                                                                 "pristine": [b[1] for b in pristine]}))

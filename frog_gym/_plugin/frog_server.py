@@ -407,8 +407,7 @@ def main():
         for name in list(sys.modules):
             if name.split(".")[0] in owned:
                 del sys.modules[name]
-        del sys.path[:len(pristine)]
-        _PATH[:] = [p for p in _PATH if p not in pristine]
+        del sys.path[:len(pristine)]  # (_PATH, the child's path, was taken before they were added)
 
     bad = _preload(config["preload"], owned)
     _say({"ready": not bad, "bad": bad, "modules": len(sys.modules), "dumpable": _libc.prctl(3, 0, 0, 0, 0),
