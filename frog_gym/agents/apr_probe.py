@@ -9,8 +9,12 @@ failed(l) / sqrt(total_failed * (failed(l) + passed(l))), boosted where a failin
 Both stop starting new tests after ``--budget`` seconds, so a slow suite gives a partial answer instead
 of a timeout.
 
-``check`` reruns the first failing test, then all of them, and when fewer fail the whole suite, and
-reports whether the current tree fixes them without breaking a test that passed before.
+``check [--keep]`` reruns the first failing test, then all of them, and when fewer fail the whole suite,
+and reports whether the current tree fixes them without breaking a test that passed before; with
+``--keep`` a partial fix (fewer failing, none broken) becomes the baseline the next check compares with.
+
+``repro FILE`` runs a test module of the statement's reproductions (written outside the tree) and adds
+those that fail to the baseline's failing tests.
 
 A watchdog prints what is known and exits when a mode overruns its budget (a slow test cannot be
 interrupted from inside pytest).
@@ -32,6 +36,14 @@ STATE = "/tmp/frog_apr"
 ROOT = os.getcwd()
 CHUNK = 9000
 TOP = 40
+
+
+REPRO = os.path.join(STATE, "test_repro.py")
+
+
+def _id(nodeid):
+    """A test's id; pytest names a test of the reproductions (outside the tree) by its bare ``::name``."""
+    return REPRO + nodeid if nodeid.startswith("::") else nodeid
 
 
 def _is_test_file(path):
@@ -74,14 +86,16 @@ class Spectrum:
         return self._local
 
     def _global(self, frame, event, arg):
-        if _counted(frame.f_code.co_filename):
+        # A module's top level runs once, at the first import: a test that happened to import it first
+        # would make every definition line look suspicious.
+        if frame.f_code.co_name != "<module>" and _counted(frame.f_code.co_filename):
             self.current.add((frame.f_code.co_filename, frame.f_lineno))
             return self._local
         return None
 
     def pytest_collection_modifyitems(self, session, config, items):
         # The failing tests first, then those named like the statement: they matter most under the budget.
-        items.sort(key=lambda item: (item.nodeid not in self.first,
+        items.sort(key=lambda item: (_id(item.nodeid) not in self.first,
                                      not any(p in item.nodeid.lower() for p in self.prefer)))
 
     def _start(self, nodeid):
@@ -94,16 +108,16 @@ class Spectrum:
         threading.settrace(None)
 
     def pytest_runtest_logstart(self, nodeid, location):
-        self._start(nodeid)
+        self._start(_id(nodeid))
 
     def pytest_runtest_logfinish(self, nodeid, location):
         self._stop()
 
     def pytest_runtest_logreport(self, report):
         if report.failed:
-            self.failed[report.nodeid] = True
+            self.failed[_id(report.nodeid)] = True
         else:
-            self.failed.setdefault(report.nodeid, False)
+            self.failed.setdefault(_id(report.nodeid), False)
         if time.monotonic() - self.started > self.budget:
             self.session.shouldstop = f"apr probe: time budget of {self.budget:g}s used"
 
@@ -119,13 +133,15 @@ class Spectrum:
         for entry in tb:
             path = str(entry.path)
             if _counted(path):
-                self.trace_lines.setdefault((path, entry.lineno + 1), set()).add(report.nodeid)
+                self.trace_lines.setdefault((path, entry.lineno + 1), set()).add(_id(report.nodeid))
 
 
 def _pytest(args, plugins=()):
     import pytest
 
     base = ["-q", "-p", "no:cacheprovider", "-o", "addopts=", "--tb=short"]
+    if any(a.startswith(("/", "..")) for a in args):  # the reproductions, outside the tree: same node ids
+        base += ["--rootdir", ROOT]
     return pytest.main(base + list(args), plugins=list(plugins))
 
 
@@ -193,6 +209,22 @@ def run(args):
     return result(int(_pytest(args, [outcomes])))
 
 
+def repro(args):
+    """The statement's reproductions (a test module the agent wrote outside the tree) join the baseline:
+    those that fail are failing tests to localize from and to fix; the suite stays the regression check."""
+    budget, _, args = _options(args)
+    base = _load("baseline.json")
+    if base is None:
+        return {"mode": "repro", "error": "no baseline: run `run` first"}
+    outcomes = Outcomes(budget)
+    _watchdog(budget * 1.6, lambda: {"mode": "repro", "error": "the reproductions ran out of time"})
+    code = int(_pytest(args, [outcomes]))
+    failing = sorted(t for t in outcomes.failed if t in outcomes.seen)
+    base.update(failing=sorted(set(base["failing"]) | set(failing)), repro=failing)
+    _save("baseline.json", base)
+    return {"mode": "repro", "exit": code, "ran": len(outcomes.seen), "failed": len(failing), "failing": failing}
+
+
 def trace(args):
     """The failing tests and their neighbours (the other tests of their files), traced: Ochiai per line."""
     budget, prefer, args = _options(args)
@@ -201,6 +233,8 @@ def trace(args):
         return {"mode": "trace", "error": "no failing tests in the baseline: run `run` first"}
     failing_set = set(base["failing"])
     files = sorted({t.split("::", 1)[0] for t in failing_set})
+    if base.get("repro"):  # the reproductions alone run no passing test: add the tests that share their names
+        files += [f for f in _neighbours(prefer) if f not in files]
     spec = Spectrum(budget, prefer, first=failing_set)
 
     def result(code=None):
@@ -231,6 +265,35 @@ def trace(args):
     return result(int(_pytest(files, [spec])))
 
 
+def _neighbours(names, most=2):
+    """The test files that mention the statement's names most (names in nearly every file say nothing)."""
+    import re
+
+    texts = {}
+    for d, subdirs, filenames in os.walk(ROOT):
+        subdirs[:] = [s for s in subdirs if not s.startswith(".") and s not in ("build", "node_modules")]
+        for name in filenames:
+            path = os.path.join(d, name)
+            if name.endswith(".py") and name != "conftest.py" and _is_test_file(path):
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        texts[os.path.relpath(path, ROOT)] = f.read()
+                except OSError:
+                    continue
+    if not texts:
+        return []
+    score = dict.fromkeys(texts, 0)
+    for n in names:
+        word = re.compile(r"\b" + re.escape(n) + r"\b")
+        hits = {p: len(word.findall(t)) for p, t in texts.items()}
+        if sum(1 for h in hits.values() if h) > 0.8 * len(texts) and len(texts) > 2:
+            continue
+        for p, h in hits.items():
+            score[p] += h
+    ranked = sorted((p for p in score if score[p]), key=lambda p: (-score[p], p))
+    return ranked[:most]
+
+
 class Outcomes:
     """A pytest plugin: which tests ran and which failed; stops starting tests past the budget."""
 
@@ -251,9 +314,9 @@ class Outcomes:
             items.sort(key=lambda item: not any(p in item.nodeid.lower() for p in self.prefer))
 
     def pytest_runtest_logreport(self, report):
-        self.seen.add(report.nodeid)
+        self.seen.add(_id(report.nodeid))
         if report.failed:
-            self.failed.add(report.nodeid)
+            self.failed.add(_id(report.nodeid))
         if self.budget is not None and time.monotonic() - self.started > self.budget:
             self.stopped = True
             self.session.shouldstop = f"apr probe: time budget of {self.budget:g}s used"
@@ -269,6 +332,7 @@ def check(args):
     The first failing test alone runs first: most wrong candidates fail it, and that is cheap to learn.
     """
     budget = float(args[1]) if args[:1] == ["--budget"] else 25.0
+    keep = "--keep" in args
     base = _load("baseline.json")
     if base is None:
         return {"mode": "check", "error": "no baseline: run `run` first"}
@@ -289,7 +353,9 @@ def check(args):
         new = sorted(suite.failed - before)
         state.update(stage="suite", suite_failing=len(suite.failed), new_failures=new[:20],
                      remaining=sorted(suite.failed & before)[:20], accepted=not new,
-                     solved=not new and not suite.failed)
+                     solved=not new and not suite.failed and not still)  # reproductions are not in the suite
+        if keep and state["accepted"] and not state["solved"]:  # the agent builds on this edit
+            _save("baseline.json", dict(base, failing=still))
     return state
 
 
@@ -316,7 +382,7 @@ def main(argv):
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     try:
-        result = {"run": run, "trace": trace, "check": check, "read": read}[mode](args)
+        result = {"run": run, "repro": repro, "trace": trace, "check": check, "read": read}[mode](args)
     except Exception as e:  # noqa: BLE001  (whatever broke, the agent reads it as data)
         result = {"mode": mode, "error": f"{type(e).__name__}: {e}"}
     sys.stdout.flush()

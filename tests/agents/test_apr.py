@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from frog_gym.agents.apr import AprAgent, candidates_for, statement_names, transition
+from frog_gym.agents.apr import AprAgent, candidates_for, repro_tests, reproductions, statement_names, transition
 from frog_gym.agents.base import Agent
 from frog_gym.bench import bench
 from frog_gym.harness import HarnessSpec
@@ -81,10 +81,13 @@ class FakeRepo:
     def __init__(self, source: str, checks: dict[str, dict[str, object]]):
         self.files = {"m.py": source}
         self.checks = checks
+        self.suspicious = [["m.py", 2, 1.0]]
+        self.actions: list[dict[str, object]] = []
 
     def step(self, action: dict[str, object]) -> str:
         import base64
 
+        self.actions.append(action)
         if action["tool"] == "str_replace":
             text = self.files[action["path"]]
             assert text.count(action["old_str"]) == 1
@@ -94,7 +97,7 @@ class FakeRepo:
         if " run " in command:
             result = {"mode": "run", "failed": 2, "failing": ["t::a", "t::b"]}
         elif " trace " in command:
-            result = {"mode": "trace", "failed": 2, "suspicious": [["m.py", 2, 1.0]]}
+            result = {"mode": "trace", "failed": 2, "suspicious": self.suspicious}
         elif " read " in command:
             data = self.files["m.py"].encode()
             result = {"mode": "read", "size": len(data), "data": base64.b64encode(data).decode()}
@@ -145,3 +148,95 @@ def test_it_stops_at_max_candidates_and_within_its_step_budget():
     agent = AprAgent(max_steps=100, max_candidates=2)
     drive(agent, FakeRepo(SOURCE, {}))
     assert len(agent.stats.extra["tried"]) == 2
+
+
+def test_partial_fixes_are_kept_and_built_on_until_every_site_is_fixed():
+    source = "def f(x):\n    a = x + 1\n    return a - 2\n"
+    first = "def f(x):\n    a = x - 1\n    return a - 2\n"
+    both = "def f(x):\n    a = x - 1\n    return a + 2\n"
+    repo = FakeRepo(source, {first: {"accepted": True, "solved": False, "suite_failing": 1},
+                             both: {"accepted": True, "solved": True}})
+    repo.suspicious = [["m.py", 2, 1.0], ["m.py", 3, 0.9]]
+    agent = AprAgent(max_steps=100)
+    drive(agent, repo)
+    assert repo.files["m.py"] == both
+    assert agent.stats.extra["outcome"].startswith("solved by m.py:2 ") and "; m.py:3 " in agent.stats.extra["outcome"]
+    assert all("--keep" in a["command"] for a in repo.actions if " check " in str(a.get("command", "")))
+
+
+STATEMENT = """`toolz.itertoolz.drop()` returns a wrong result
+
+Running this:
+
+```python
+from toolz.itertoolz import drop
+print(list(drop(3, 'ABCDE')))
+```
+
+Expected: `['D', 'E']`.
+Actual: `['E']`.
+
+---
+
+Calling `json.dumps([set()], default=default_iterable)` (that is, `simplejson.dumps()`):
+
+Expected: no exception.
+Actual: it raises `TypeError: boom`.
+
+---
+
+Calling `Version.parse("1.2")` (that is, `semver.version.Version.parse()`):
+
+Expected: `ValueError` is raised.
+Actual: no exception.
+
+---
+
+Calling `sj.loads("[1]")` (that is, `simplejson.loads()`):
+
+Actual: it raises `KeyError: 3`.
+
+---
+
+Calling `six.with_metaclass(Meta, Base)`:
+
+Actual: the result is wrong (`AssertionError: assert False`).
+"""
+
+
+def test_reproductions_are_read_from_the_statement_and_become_tests():
+    found = reproductions(STATEMENT)
+    assert [r.code for r in found] == ["from toolz.itertoolz import drop",
+                                       "import simplejson as json",
+                                       "from semver.version import Version",
+                                       "import simplejson as sj"]
+    assert found[0].value == "list(drop(3, 'ABCDE'))" and found[0].expected == "['D', 'E']"
+    assert found[2].raises == "ValueError" and found[3].value == 'sj.loads("[1]")'
+    module = repro_tests(found)
+    # the json call reads a helper of the test module (default_iterable): it cannot run, so it is left out
+    assert module.count("def test_repro_") == 3 and "default_iterable" not in module
+    namespace: dict = {}
+    exec(compile(module, "test_repro.py", "exec"), namespace)  # it compiles and defines the tests
+    assert sorted(n for n in namespace if n.startswith("test_")) == ["test_repro_0", "test_repro_1", "test_repro_2"]
+    assert "assert (list(drop(3, 'ABCDE'))) == (['D', 'E'])" in module
+    assert "assert type(_raised.value).__name__ == 'ValueError'" in module
+
+
+def test_a_statement_without_a_runnable_reproduction_gives_no_tests():
+    assert repro_tests(reproductions("Something in `toolz` returns a wrong result.")) == ""
+    vague_call = "Calling `f(x)` (that is, `demo.f()`):\n\nActual: the result is wrong.\n"
+    assert reproductions(vague_call) == []  # nothing to compare the result with
+
+
+def test_under_hidden_tests_apr_fixes_a_bug_from_the_statements_reproduction(tmp_path):
+    task = "toolz__handwritten-0004"
+    spec = HarnessSpec.for_suite(task)
+    assert not spec.visible_tests  # SWE-bench's contract: the failing tests are not in the workspace
+    summary = bench(spec, "apr", {}, tmp_path, workers=1, progress=False)
+    (result,) = summary.results
+    assert result.resolved and not result.infra_failure
+    records = [json.loads(ln) for ln in (tmp_path / "trajectories" / f"{task}__s0.jsonl").open()]
+    extra = records[-1]["agent_stats"]["extra"]
+    assert extra["reproductions"] == {"written": 1, "failing": 1}
+    assert extra["outcome"].startswith("solved by toolz/itertoolz.py:")
+    assert "test_repro" not in result.model_patch  # the reproductions live outside the tree
