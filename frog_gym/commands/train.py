@@ -132,15 +132,22 @@ def run_loop(learner: Any, *, iterations: int, tasks_per_iteration: int, groups_
     return history
 
 
-def _prior_line(agent: str, pool: int, featured: int, measured: int) -> str:
-    """What the curriculum's priors were built from, for the log."""
-    line = f"curriculum priors: difficulty features of {featured} of {pool} tasks"
+def _prior_line(agent: str, pool: list[str], featured: int, measured: int) -> str:
+    """What the curriculum's priors were built from, for the log (naming the agents measured instead)."""
+    line = f"curriculum priors: difficulty features of {featured} of {len(pool)} tasks"
     if agent in ("", "none"):
         return line + " (--prior-agent none: no solve rates)"
     line += f", {agent} solve rates of {measured}"
-    if not measured:
-        line += f" (none measured: `frog-gym bench --agent {agent}` then `frog-gym tasks --import-results RUN_DIR`)"
-    return line
+    if measured:
+        return line
+    from frog_gym.errors import did_you_mean
+    from frog_gym.task import load_task, task_index
+
+    index = task_index()
+    others = sorted({a for t in pool if t in index for a in load_task(t).solve_rates})
+    if others:
+        return line + f".{did_you_mean(agent, others)} Agents measured on this pool: {', '.join(others)}"
+    return line + f" (none measured: `frog-gym bench --agent {agent}`, then `frog-gym tasks --import-results RUN_DIR`)"
 
 
 def _fmt(x: float | None) -> str:
@@ -168,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     features, references = registry_priors(pool, args.prior_agent)
     curriculum = CurriculumState(pool, CurriculumConfig(mode=args.curriculum_mode, seed=args.seed), features=features,
                                  reference_pass_rates=references, synthesizer=synthesizer)
-    print(_prior_line(args.prior_agent, len(pool), len(features), len(references)))
+    print(_prior_line(args.prior_agent, pool, len(features), len(references)))
     if args.ray is not None:
         from frog_gym.distributed import connect
 

@@ -8,7 +8,7 @@ from frog_gym.learners import Learner, LearnerOptions, env_tasks
 from frog_gym.learners.scripted import ScriptedLearner
 
 from frog_gym.cli import main
-from frog_gym.commands.train import learner_factory, run_loop
+from frog_gym.commands.train import _prior_line, learner_factory, run_loop
 from frog_gym.curriculum import CurriculumConfig, CurriculumState
 
 
@@ -132,5 +132,6 @@ def test_cli_builds_the_curriculum_prior_from_measured_difficulty(tmp_path, monk
             else:
                 assert "--prior-agent none" in capsys.readouterr().out
                 assert set(means.values()) == {prior_mean(feats)}
+        assert "Did you mean 'apr'? Agents measured on this pool: apr" in _prior_line("arp", list(rows), 3, 0)
     finally:
         refresh_tasks()
