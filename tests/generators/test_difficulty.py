@@ -164,3 +164,11 @@ def test_cli_difficulty_and_bad_import_path(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "frog_gym.cli", "tasks", "--import-results", str(tmp_path)],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "holds no results.jsonl" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_docstring_examples():
+    import doctest
+
+    from frog_gym.generators import difficulty
+
+    assert doctest.testmod(difficulty).attempted >= 4 and doctest.testmod(difficulty).failed == 0
