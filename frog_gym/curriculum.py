@@ -97,7 +97,13 @@ class CurriculumConfig:
     """Weight of a retired task relative to an active one in the staleness and uniform shares."""
 
     prior_strength: float = 2.0
-    """Pseudo-attempts ``alpha + beta`` of the prior built by :func:`prior_mean`."""
+    """Pseudo-attempts ``alpha + beta`` of the feature part of the prior (see :func:`prior_beta`)."""
+
+    reference_weight: float = 0.5
+    """How many of the policy's own attempts one run of a reference agent is worth in the prior (see
+    :func:`prior_beta`): 0 ignores reference runs, 1 counts them as the policy's. The reference agent
+    (``apr``, model-free) is not the policy being trained, so its runs count less: a task it solved starts
+    higher than the same task it failed, and two tasks it failed keep the order their features give."""
 
     sfl_buffer_size: int = 64
     """K, the size of the ``sfl`` mode's buffer of most learnable tasks."""
@@ -130,6 +136,11 @@ class CurriculumConfig:
         for name in ("half_life_updates", "rank_temperature", "prior_strength", "wilson_z"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}.")
+        if not self.reference_weight >= 0:
+            raise ValueError(
+                f"reference_weight must be >= 0 (policy attempts one reference run is worth), got "
+                f"{self.reference_weight!r}; 0 ignores reference runs."
+            )
         for name in ("staleness_share", "uniform_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} is a share of draws in [0, 1], got {getattr(self, name)!r}.")
@@ -187,31 +198,116 @@ class TaskSynthesizer(Protocol):
     def validate(self, task: PendingTask) -> bool: ...
 
 
-def prior_mean(features: Mapping[str, Any] | None = None, reference_pass_rate: float | None = None) -> float:
+Reference = float | tuple[float, float]
+"""A reference agent's record on one task: ``(solved, runs)``, or a pass rate that counts as one run."""
+
+PRIOR_FEATURES = ("n_sites", "statement_level")
+"""The difficulty features the prior and :meth:`CurriculumState.synthesis_target` read."""
+
+
+def prior_mean(
+    features: Mapping[str, Any] | None = None,
+    reference_pass_rate: Reference | None = None,
+    config: CurriculumConfig | None = None,
+) -> float:
     """The prior success probability of a task nobody has tried under the current policy.
 
-    A reference pass rate (of some other model on this task) wins, clipped to [0.02, 0.98]. Otherwise a
-    deliberately simple heuristic on difficulty features: ``logit = 1 - 0.8 * (n_sites - 1) - s`` with
-    ``s`` = 0, 0.5 or 1 for a ``full``, ``medium`` or ``vague`` statement (0.5 for other levels); other
-    features are ignored. Without either, 0.5. The prior only orders untried tasks: a group's evidence
-    outweighs it (see ``CurriculumConfig.prior_strength``).
+    Without reference runs, a deliberately simple heuristic on difficulty features: ``logit = 1 - 0.8 *
+    (n_sites - 1) - s`` with ``s`` = 0, 0.5 or 1 for a ``full``, ``medium`` or ``vague`` statement (0.5 for
+    other levels); other features are ignored; without features, 0.5. With them, the mean of
+    :func:`prior_beta`, the feature prior updated by the reference runs. The prior only orders untried
+    tasks: a group's evidence soon outweighs it (see ``CurriculumConfig.prior_strength``).
 
     Example:
         >>> round(prior_mean({"n_sites": 1, "statement_level": "full"}), 3)
         0.731
         >>> round(prior_mean({"n_sites": 3, "statement_level": "vague"}), 3)
         0.168
-        >>> prior_mean(reference_pass_rate=1.0), prior_mean()
-        (0.98, 0.5)
+        >>> prior_mean(reference_pass_rate=1.0), prior_mean(reference_pass_rate=(0, 2)), prior_mean()
+        (0.6, 0.3333333333333333, 0.5)
     """
     if reference_pass_rate is not None:
-        return float(np.clip(reference_pass_rate, 0.02, 0.98))
+        alpha, beta = prior_beta(features, reference_pass_rate, config)
+        return alpha / (alpha + beta)
     if not features:
         return 0.5
     level = features.get("statement_level")
     vagueness = STATEMENT_LEVELS.index(level) / 2 if level in STATEMENT_LEVELS else 0.5
     logit = 1.0 - 0.8 * (int(features.get("n_sites", 1)) - 1) - vagueness
     return 1.0 / (1.0 + math.exp(-logit))
+
+
+def prior_beta(
+    features: Mapping[str, Any] | None = None,
+    reference: Reference | None = None,
+    config: CurriculumConfig | None = None,
+) -> tuple[float, float]:
+    """``(alpha, beta)`` of a task's prior: the feature prior, then a reference agent's runs as evidence.
+
+    The feature prior is ``Beta(m s, (1 - m) s)`` with ``m`` = :func:`prior_mean` of the features and ``s``
+    = ``config.prior_strength`` pseudo-attempts. Each reference run then counts as ``w`` =
+    ``config.reference_weight`` policy attempts: ``solved`` of ``runs`` add ``w * solved`` to ``alpha`` and
+    ``w * (runs - solved)`` to ``beta``. A float reference is a pass rate worth one run.
+
+    Args:
+        features: Difficulty features (``n_sites``, ``statement_level``).
+        reference: ``(solved, runs)`` of a reference agent, or a pass rate in [0, 1].
+        config: Supplies ``prior_strength`` and ``reference_weight`` (default: ``CurriculumConfig()``).
+
+    Example:
+        >>> easy, hard = {"n_sites": 1, "statement_level": "full"}, {"n_sites": 2, "statement_level": "vague"}
+        >>> [round(prior_mean(easy, r), 3) for r in (None, (1, 1), (0, 1))]  # solved > untried > failed
+        [0.731, 0.785, 0.585]
+        >>> round(prior_mean(hard, (0, 1)), 3)  # failed too, and still below the easy task it failed
+        0.248
+        >>> prior_beta(reference=(3, 4), config=CurriculumConfig(reference_weight=1.0))
+        (4.0, 2.0)
+    """
+    cfg = config or CurriculumConfig()
+    mean = prior_mean(features)
+    alpha, beta = cfg.prior_strength * mean, cfg.prior_strength * (1 - mean)
+    if reference is None:
+        return alpha, beta
+    if isinstance(reference, (int, float, np.floating, np.integer)):
+        if not 0 <= reference <= 1:
+            raise ValueError(
+                f"A reference pass rate must be in [0, 1], got {reference!r}; pass (solved, runs) for counts."
+            )
+        solved, runs = float(reference), 1.0
+    else:
+        solved, runs = (float(x) for x in reference)
+        if not 0 <= solved <= runs:
+            raise ValueError(
+                f"A reference record (solved, runs) needs 0 <= solved <= runs, got {tuple(reference)!r}."
+            )
+    w = cfg.reference_weight
+    return alpha + w * solved, beta + w * (runs - solved)
+
+
+def registry_priors(
+    task_ids: Sequence[str], prior_agent: str | None = "apr"
+) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[int, int]]]:
+    """The difficulty features and ``prior_agent``'s ``(solved, runs)`` of the tasks that have them.
+
+    Tasks are looked up in the registry (and ``FROG_GYM_TASK_DIRS``); ids found in neither get nothing
+    (their prior is the untried default). ``prior_agent`` None, ``""`` or ``"none"``: no solve rates.
+
+    Returns:
+        ``(features, references)``: ``task_id -> {n_sites, statement_level}`` and ``task_id -> (solved,
+        runs)``, ready for :class:`CurriculumState`'s ``features=`` and ``reference_pass_rates=``.
+    """
+    from frog_gym.generators.difficulty import reference_pass_rates
+    from frog_gym.task import load_task, task_index
+
+    index = task_index()
+    known = [t for t in task_ids if t in index]
+    features = {}
+    for t in known:
+        task = load_task(t)
+        found = {"statement_level": task.statement_level, **task.features}
+        features[t] = {k: found[k] for k in PRIOR_FEATURES if k in found}
+    agent = None if prior_agent in (None, "", "none") else prior_agent
+    return features, (reference_pass_rates(known, agent) if agent else {})
 
 
 def learnability(alpha: np.ndarray | float, beta: np.ndarray | float) -> np.ndarray | float:
@@ -271,9 +367,12 @@ class CurriculumState:
     Args:
         task_ids: The pool. Order matters only for determinism.
         config: Sampling, decay and retirement settings.
-        features: Optional ``task_id -> difficulty features`` for priors (:func:`prior_mean`).
-        reference_pass_rates: Optional ``task_id -> pass rate`` for priors; wins over features.
+        features: Optional ``task_id -> difficulty features`` for priors (:func:`prior_beta`).
+        reference_pass_rates: Optional ``task_id -> (solved, runs)`` of a reference agent (or a pass rate,
+            worth one run), evidence on top of the feature prior (:func:`prior_beta`).
         synthesizer: Optional source of new tasks when the frontier runs dry.
+
+    :meth:`from_registry` fills both from the task records.
 
     Example:
         >>> cur = CurriculumState(["a", "b"], CurriculumConfig(seed=1))
@@ -287,7 +386,7 @@ class CurriculumState:
         config: CurriculumConfig | None = None,
         *,
         features: Mapping[str, Mapping[str, Any]] | None = None,
-        reference_pass_rates: Mapping[str, float] | None = None,
+        reference_pass_rates: Mapping[str, Reference] | None = None,
         synthesizer: TaskSynthesizer | None = None,
     ):
         self.config = config or CurriculumConfig()
@@ -312,8 +411,9 @@ class CurriculumState:
         self._ids = task_ids
         self._index = {t: i for i, t in enumerate(task_ids)}
         self._features = [dict(features.get(t, {})) for t in task_ids]
-        means = np.array([prior_mean(features.get(t), reference_pass_rates.get(t)) for t in task_ids])
-        self._prior = self.config.prior_strength * np.stack([means, 1 - means], axis=1)
+        self._prior = np.array(
+            [prior_beta(features.get(t), reference_pass_rates.get(t), self.config) for t in task_ids]
+        ).reshape(-1, 2)
         self._counts = np.zeros((len(task_ids), 2))  # decayed (successes, failures)
         self._attempts = np.zeros(len(task_ids), dtype=np.int64)  # raw, never decayed: for coverage
         self._last_seen = np.zeros(len(task_ids))  # policy step of the last report (or of joining)
@@ -336,6 +436,40 @@ class CurriculumState:
                 "synth_rejected",
             ),
             0,
+        )
+
+    @classmethod
+    def from_registry(
+        cls,
+        task_ids: Sequence[str],
+        config: CurriculumConfig | None = None,
+        *,
+        prior_agent: str | None = "apr",
+        synthesizer: TaskSynthesizer | None = None,
+    ) -> CurriculumState:
+        """A curriculum whose priors are the tasks' measured difficulty, where the records have one.
+
+        Each task found in the registry (or a ``FROG_GYM_TASK_DIRS`` folder) brings its difficulty
+        features and ``prior_agent``'s solve rate (``frog-gym tasks --import-results``) as evidence on
+        top of them; see :func:`registry_priors` and :func:`prior_beta`. Other ids start untried (0.5);
+        synthesized tasks admitted later get the prior of the features they were proposed with.
+
+        Args:
+            task_ids: The pool.
+            config: Sampling, decay and retirement settings (``reference_weight`` discounts the runs).
+            prior_agent: Whose solve rates to use; None or ``"none"`` for the feature prior alone.
+            synthesizer: Optional source of new tasks when the frontier runs dry.
+
+        Example:
+            >>> cur = CurriculumState.from_registry(["inflection__handwritten-0001", "not-registered"])
+            >>> cur.posterior("not-registered")  # unknown to the registry: the untried default
+            (1.0, 1.0)
+            >>> cur.posterior("inflection__handwritten-0001") != (1.0, 1.0)  # its features set the prior
+            True
+        """
+        features, references = registry_priors(task_ids, prior_agent)
+        return cls(
+            task_ids, config, features=features, reference_pass_rates=references, synthesizer=synthesizer
         )
 
     # ---- the pool and its posteriors -------------------------------------------------------------
@@ -670,7 +804,7 @@ class CurriculumState:
             self._counters["synth_rejected"] += 1
             return
         self._counters["synth_admitted"] += 1
-        self._add_task(task_id, entry["features"], prior_mean(entry["features"]))
+        self._add_task(task_id, entry["features"], prior_mean(entry["features"]))  # no reference runs yet
         i = self._index[task_id]
         self._counts[i] = (scored.sum(), scored.size - scored.sum())
         self._attempts[i] = scored.size

@@ -4,8 +4,9 @@ A task's ``solve_rates`` maps an agent label to ``{"solved", "runs", "fingerprin
 many of its episodes under that harness resolved the task. They come from ``frog-gym bench`` results
 (any agent's: run the reference ``apr`` at a fixed step budget, or import another agent's run) through
 :func:`record_results`; only the latest fingerprint per agent is kept. :func:`reference_pass_rates` turns
-them into the priors :class:`~frog_gym.curriculum.CurriculumState` takes (``reference_pass_rates=``), and
-``frog-gym tasks --difficulty`` prints the distribution.
+them into the evidence :class:`~frog_gym.curriculum.CurriculumState` weighs in its priors
+(``CurriculumState.from_registry`` reads them by default), and ``frog-gym tasks --difficulty`` prints the
+distribution and its breakdown by statement level, tier and bug family.
 
 Example:
     >>> rates = {"apr": {"solved": 1, "runs": 4, "fingerprint": "f", "max_steps": 30}}
@@ -13,6 +14,8 @@ Example:
     0.25
     >>> bucket(0.25), bucket(0.0), bucket(None)
     ('(0, 0.25]', '0', 'unmeasured')
+    >>> family_of("attrs__combo2-05144183", {"family": "missing_branch+wrong_variable"})
+    'combo2'
 """
 
 from __future__ import annotations
@@ -93,15 +96,16 @@ def _path(name: str) -> Path:
         return Path(p)
 
 
-def reference_pass_rates(task_ids: list[str], agent: str = "apr") -> dict[str, float]:
-    """``task_id -> solve rate`` of ``agent`` for the tasks that have one (curriculum priors)."""
+def reference_pass_rates(task_ids: list[str], agent: str = "apr") -> dict[str, tuple[int, int]]:
+    """``task_id -> (solved, runs)`` of ``agent`` for the tasks it ran: the evidence the curriculum's priors
+    weigh (``CurriculumState(reference_pass_rates=...)``, see :func:`frog_gym.curriculum.prior_beta`)."""
     from frog_gym.task import load_task
 
     out = {}
     for t in task_ids:
-        rate = solve_rate(load_task(t).solve_rates.get(agent))
-        if rate is not None:
-            out[t] = rate
+        entry = load_task(t).solve_rates.get(agent)
+        if solve_rate(entry) is not None:
+            out[t] = (int(entry["solved"]), int(entry["runs"]))
     return out
 
 
@@ -120,4 +124,47 @@ def histogram(tasks: list[Any]) -> str:
         for name in [n for n, _ in _BUCKETS] + ["unmeasured"]:
             bar = "#" * round(30 * c[name] / width) if width else ""
             lines.append(f"    {name:>12} {c[name]:6}  {bar}")
+    return "\n".join(lines)
+
+
+
+def family_of(instance_id: str, features: dict[str, Any]) -> str:
+    """A task's bug family: ``features["family"]`` for a single bug, else the generator part of the id
+    (``combo2``, ``handwritten``, ``live``, ...)."""
+    family = features.get("family")
+    if isinstance(family, str) and family and "+" not in family:
+        return family
+    return instance_id.partition("__")[2].split("-")[0] or "unknown"
+
+
+def breakdown(tasks: list[Any]) -> str:
+    """Solve rates per statement level, tier and bug family, as a text table: for each group, its task
+    count, then per agent how many of its tasks were measured and the share of their episodes resolved."""
+    from frog_gym.suites import TIERS, tier_of
+
+    agents = sorted({a for t in tasks for a in t.solve_rates})
+    if not agents:
+        return ""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for t in tasks:
+        level = t.features.get("statement_level", t.statement_level)
+        for key in (("level", level), ("tier", tier_of(t)), ("family", family_of(t.instance_id, t.features))):
+            groups.setdefault(key, []).append(t)
+    order = {"level": ("full", "medium", "vague"), "tier": TIERS}
+    keys = sorted(groups, key=lambda k: (("level", "tier", "family").index(k[0]),
+                                         order.get(k[0], ()).index(k[1]) if k[1] in order.get(k[0], ()) else 99,
+                                         k[1]))
+    width = max(len(f"{k}={v}") for k, v in keys)
+    cells = [max(len(a), 14) for a in agents]
+    head = f"  {'group':<{width}} {'tasks':>6}" + "".join(f" | {a:>{c}}" for a, c in zip(agents, cells))
+    sub = f"  {'':<{width}} {'':>6}" + "".join(f" | {'measured  rate':>{c}}" for c in cells)
+    lines = ["by group (rate: episodes resolved / episodes run, over the measured tasks):", head, sub]
+    for kind, name in keys:
+        row = f"  {kind + '=' + name:<{width}} {len(groups[kind, name]):>6}"
+        for a, c in zip(agents, cells):
+            entries = [t.solve_rates[a] for t in groups[kind, name] if solve_rate(t.solve_rates.get(a)) is not None]
+            runs = sum(e["runs"] for e in entries)
+            rate = f"{sum(e['solved'] for e in entries) / runs:.3f}" if runs else "-"
+            row += f" | {f'{len(entries):>8} {rate:>5}':>{c}}"
+        lines.append(row)
     return "\n".join(lines)

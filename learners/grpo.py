@@ -151,6 +151,9 @@ class GRPOConfig:
     """CPU threads for torch (1 is fastest for tiny models); None: torch's default."""
     curriculum_mode: str = "frontier"
     """The curriculum's sampler (see :class:`~frog_gym.curriculum.CurriculumConfig`)."""
+    prior_agent: str = "apr"
+    """Whose measured solve rates, with the tasks' difficulty features, set the curriculum's priors
+    (:meth:`~frog_gym.curriculum.CurriculumState.from_registry`); ``none``: the features alone."""
     output_dir: str = "runs/grpo"
     """Where metrics (``metrics.jsonl``), tensorboard logs and checkpoints go."""
     save_every: int = 0
@@ -392,7 +395,8 @@ class GRPO:
 
     Args:
         cfg: the run's configuration.
-        curriculum: the task schedule (default: a :class:`CurriculumState` over :func:`task_pool`).
+        curriculum: the task schedule (default: :meth:`CurriculumState.from_registry` over :func:`task_pool`,
+            priors from ``cfg.prior_agent``).
     """
 
     def __init__(self, cfg: GRPOConfig, curriculum: CurriculumState | None = None):
@@ -403,8 +407,8 @@ class GRPO:
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
-        self.curriculum = curriculum or CurriculumState(
-            task_pool(cfg), CurriculumConfig(mode=cfg.curriculum_mode, seed=cfg.seed))
+        self.curriculum = curriculum or CurriculumState.from_registry(
+            task_pool(cfg), CurriculumConfig(mode=cfg.curriculum_mode, seed=cfg.seed), prior_agent=cfg.prior_agent)
         sampling = Sampling(cfg.temperature, cfg.top_p, cfg.max_new_tokens, cfg.max_context_tokens)
         source = Path(cfg.resume) / "model" if cfg.resume else cfg.model
         self.policy = self._load_policy(source, sampling)

@@ -111,14 +111,69 @@ def test_posterior_is_prior_plus_counts() -> None:
     assert state.posterior("hard") == (2.0, 3.0)
 
 
-def test_reference_pass_rates_win_over_features() -> None:
+def test_reference_runs_are_discounted_evidence_on_top_of_the_feature_prior() -> None:
+    config = CurriculumConfig(prior_strength=4, reference_weight=0.5)
+    feats = {"n_sites": 5}
+    m = prior_mean(feats)
     state = CurriculumState(
-        ["a"],
-        features={"a": {"n_sites": 5}},
-        reference_pass_rates={"a": 0.25},
-        config=CurriculumConfig(prior_strength=4),
+        ["rate", "counts"],
+        features={"rate": feats, "counts": feats},
+        reference_pass_rates={"rate": 0.25, "counts": (3, 4)},
+        config=config,
     )
-    assert state.posterior("a") == (1.0, 3.0)
+    assert state.posterior("rate") == pytest.approx((4 * m + 0.5 * 0.25, 4 * (1 - m) + 0.5 * 0.75))
+    assert state.posterior("counts") == pytest.approx((4 * m + 1.5, 4 * (1 - m) + 0.5))
+    ignored = CurriculumState(["a"], features={"a": feats}, reference_pass_rates={"a": (0, 9)},
+                              config=CurriculumConfig(reference_weight=0.0))
+    assert ignored.posterior("a") == pytest.approx((2 * m, 2 * (1 - m)))
+
+
+def _mean(state: CurriculumState, task_id: str) -> float:
+    a, b = state.posterior(task_id)
+    return a / (a + b)
+
+
+def test_a_task_the_reference_solved_starts_above_the_same_task_it_failed() -> None:
+    feats = {"n_sites": 2, "statement_level": "medium"}
+    state = CurriculumState(
+        ["solved", "failed", "untried"],
+        features=dict.fromkeys(["solved", "failed", "untried"], feats),
+        reference_pass_rates={"solved": (1, 1), "failed": (0, 1)},
+    )
+    assert _mean(state, "solved") > _mean(state, "untried") > _mean(state, "failed")
+    # one failure lowers the prior only somewhat: far from the old clip at 0.02
+    assert _mean(state, "failed") > 0.5 * prior_mean(feats)
+
+
+def test_two_tasks_the_reference_failed_keep_the_feature_order() -> None:
+    easy, hard = {"n_sites": 1, "statement_level": "full"}, {"n_sites": 3, "statement_level": "vague"}
+    state = CurriculumState(
+        ["easy", "hard"], features={"easy": easy, "hard": hard}, reference_pass_rates={"easy": (0, 1), "hard": (0, 1)}
+    )
+    assert _mean(state, "easy") > _mean(state, "hard")
+    assert learnability(*state.posterior("easy")) != learnability(*state.posterior("hard"))  # the sampler sees it
+
+
+def test_bad_reference_records_say_what_is_expected() -> None:
+    with pytest.raises(ValueError, match=r"in \[0, 1\], got 1.5; pass \(solved, runs\)"):
+        CurriculumState(["a"], reference_pass_rates={"a": 1.5})
+    with pytest.raises(ValueError, match=r"0 <= solved <= runs, got \(3, 2\)"):
+        CurriculumState(["a"], reference_pass_rates={"a": (3, 2)})
+    with pytest.raises(ValueError, match="reference_weight must be >= 0"):
+        CurriculumConfig(reference_weight=-1)
+
+
+def test_reference_prior_survives_a_state_round_trip() -> None:
+    config = CurriculumConfig(seed=3, reference_weight=0.75)
+    kwargs = {"features": {"a": {"n_sites": 2}}, "reference_pass_rates": {"a": (1, 3), "b": 0.5}}
+    state = CurriculumState(["a", "b", "c"], config, **kwargs)
+    state.update("a", [1.0, 0.0])
+    saved = json.loads(json.dumps(state.state_dict()))
+    fresh = CurriculumState(["a", "b", "c"], config)  # built without priors: the state brings them
+    fresh.load_state_dict(saved)
+    for t in "abc":
+        assert fresh.posterior(t) == state.posterior(t)
+    assert fresh.next_tasks(2, commit=False) == state.next_tasks(2, commit=False)
 
 
 def test_wilson_bounds_match_the_textbook_interval() -> None:

@@ -30,7 +30,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "read-only: a test that writes into its own folder), and tasks whose FAIL_TO_PASS holds one "
                         "(rewrites the task files)")
     p.add_argument("--difficulty", action="store_true",
-                   help="the distribution of measured solve rates (tasks without one are counted apart)")
+                   help="the distribution of measured solve rates (tasks without one are counted apart), and the "
+                        "solve rate per statement level, tier and bug family")
     p.add_argument("--import-results", metavar="RUN_DIR",
                    help="store the solve rates of a `frog-gym bench` run in the task records (measured difficulty)")
     p.add_argument("--label", help="with --import-results: the agent name to record (default: the run's)")
@@ -83,9 +84,13 @@ def run(args: argparse.Namespace) -> int:
         refresh_tasks()
         return 0
     if args.difficulty:
-        from frog_gym.generators.difficulty import histogram
+        from frog_gym.generators.difficulty import breakdown, histogram
 
-        print(histogram([load_task(i) for i in ids]))
+        tasks = [load_task(i) for i in ids]
+        print(histogram(tasks))
+        table = breakdown(tasks)
+        if table:
+            print(table)
         return 0
     for iid in ids:
         t = load_task(iid)

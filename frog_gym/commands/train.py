@@ -41,6 +41,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-tasks", type=int, default=0,
                    help="measure a seeded sample of this many pool tasks per iteration (default 0: all)")
     p.add_argument("--curriculum-mode", default="frontier", help="frontier, uniform, dapo or sfl (default frontier)")
+    p.add_argument("--prior-agent", default="apr", metavar="NAME|none",
+                   help="the curriculum's priors: each task's difficulty features plus this reference agent's "
+                        "solve rates (`frog-gym tasks --import-results`); none: the features alone (default apr)")
     p.add_argument("--synthesizer", default="", metavar="mutation|MODULE:FACTORY",
                    help="asked for tasks when the frontier is small: 'mutation' (the generators, in the pool's "
                         "repositories, tasks written to OUT/synthesized) or FACTORY() -> a "
@@ -129,12 +132,30 @@ def run_loop(learner: Any, *, iterations: int, tasks_per_iteration: int, groups_
     return history
 
 
+def _prior_line(agent: str, pool: list[str], featured: int, measured: int) -> str:
+    """What the curriculum's priors were built from, for the log (naming the agents measured instead)."""
+    line = f"curriculum priors: difficulty features of {featured} of {len(pool)} tasks"
+    if agent in ("", "none"):
+        return line + " (--prior-agent none: no solve rates)"
+    line += f", {agent} solve rates of {measured}"
+    if measured:
+        return line
+    from frog_gym.errors import did_you_mean
+    from frog_gym.task import load_task, task_index
+
+    index = task_index()
+    others = sorted({a for t in pool if t in index for a in load_task(t).solve_rates})
+    if others:
+        return line + f".{did_you_mean(agent, others)} Agents measured on this pool: {', '.join(others)}"
+    return line + f" (none measured: `frog-gym bench --agent {agent}`, then `frog-gym tasks --import-results RUN_DIR`)"
+
+
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
 def run(args: argparse.Namespace) -> int:
-    from frog_gym.curriculum import CurriculumConfig, CurriculumState
+    from frog_gym.curriculum import CurriculumConfig, CurriculumState, registry_priors
     from frog_gym.learners import LearnerOptions, env_tasks
 
     settings = {}
@@ -151,8 +172,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"frog-gym train: {e}", file=sys.stderr)
         return 2
-    curriculum = CurriculumState(pool, CurriculumConfig(mode=args.curriculum_mode, seed=args.seed),
-                                 synthesizer=synthesizer)
+    features, references = registry_priors(pool, args.prior_agent)
+    curriculum = CurriculumState(pool, CurriculumConfig(mode=args.curriculum_mode, seed=args.seed), features=features,
+                                 reference_pass_rates=references, synthesizer=synthesizer)
+    print(_prior_line(args.prior_agent, pool, len(features), len(references)))
     if args.ray is not None:
         from frog_gym.distributed import connect
 

@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from frog_gym.bench import bench
-from frog_gym.curriculum import CurriculumState
-from frog_gym.generators.difficulty import histogram, record_results, reference_pass_rates, tally
+from frog_gym.curriculum import CurriculumConfig, CurriculumState, prior_beta, prior_mean
+from frog_gym.generators.difficulty import breakdown, histogram, record_results, reference_pass_rates, tally
 from frog_gym.harness import HarnessSpec
-from frog_gym.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks
+from frog_gym.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks, task_index
 
 TASK = "inflection__handwritten-0002"
 
@@ -46,11 +47,104 @@ def test_bench_results_become_solve_rates_priors_and_a_histogram(own_task, tmp_p
     assert rates["noop"] == {"solved": 0, "runs": 2, "fingerprint": spec.replace(samples_per_task=2).fingerprint(),
                              "max_steps": 8}
     assert load_task(iid).content_hash == before  # measured difficulty is not part of what is graded
-    assert reference_pass_rates([iid, TASK], "oracle") == {iid: 1.0}
-    cur = CurriculumState([iid, TASK], reference_pass_rates=reference_pass_rates([iid, TASK], "noop"))
-    assert cur.posterior(iid)[0] < cur.posterior(TASK)[0]  # a 0% prior is below the untried default
+    assert reference_pass_rates([iid, TASK], "oracle") == {iid: (1, 1)}
+    assert reference_pass_rates([iid, TASK], "noop") == {iid: (0, 2)}
+    noop = CurriculumState.from_registry([iid, TASK], prior_agent="noop")
+    oracle = CurriculumState.from_registry([iid, TASK], prior_agent="oracle")
+    a, b = noop.posterior(iid)
+    assert a / (a + b) < _mean(noop, TASK) < _mean(oracle, iid)  # same features: the runs decide
     table = histogram([load_task(iid), load_task(TASK)])
     assert "oracle" in table and "noop" in table and "unmeasured" in table
+
+
+def _mean(cur: CurriculumState, task_id: str) -> float:
+    a, b = cur.posterior(task_id)
+    return a / (a + b)
+
+
+def _write_tasks(directory, rows):
+    """Copies of the registered ``TASK`` as ``(repo_file, id, statement_level, n_sites, solve_rates)``."""
+    directory.mkdir(exist_ok=True)
+    base = json.loads(load_task(TASK).to_json())
+    files: dict[str, list[str]] = {}
+    for repo_file, iid, level, n_sites, rates in rows:
+        features = dict(base["features"], statement_level=level, n_sites=n_sites, family="comparison_flip")
+        record = dict(base, instance_id=iid, repo=repo_file.split(".")[0], statement_level=level, features=features,
+                      solve_rates=rates)
+        files.setdefault(repo_file, []).append(json.dumps(record))
+    for name, lines in files.items():
+        (directory / name).write_text("\n".join(lines) + "\n")
+
+
+def _rates(agent, solved, runs):
+    return {agent: {"solved": solved, "runs": runs, "fingerprint": "f", "max_steps": 30}}
+
+
+def test_from_registry_takes_solve_rates_and_features_from_a_task_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(TASK_DIRS_ENV, "")
+    _write_tasks(tmp_path / "tasks", [
+        ("inflection.jsonl", "inflection__prior-0001", "full", 1, _rates("apr", 1, 1)),
+        ("inflection.jsonl", "inflection__prior-0002", "full", 1, _rates("apr", 0, 1)),
+        ("inflection.jsonl", "inflection__prior-0003", "vague", 3, _rates("apr", 0, 1)),
+        ("inflection.jsonl", "inflection__prior-0004", "full", 1, _rates("other", 2, 2)),
+    ])
+    add_task_dir(tmp_path / "tasks")
+    try:
+        pool = [f"inflection__prior-000{i}" for i in range(1, 5)] + ["synthesized-not-in-registry"]
+        config = CurriculumConfig(seed=1)
+        cur = CurriculumState.from_registry(pool, config)  # prior_agent defaults to apr
+        solved, failed, failed_hard, unmeasured = (_mean(cur, t) for t in pool[:4])
+        easy = {"n_sites": 1, "statement_level": "full"}
+        assert cur.posterior(pool[0]) == pytest.approx(prior_beta(easy, (1, 1), config))
+        assert solved > unmeasured > failed > failed_hard  # a failure lowers, the features still order
+        assert unmeasured == pytest.approx(prior_mean(easy))
+        assert cur.posterior("synthesized-not-in-registry") == (1.0, 1.0)
+        flat = CurriculumState.from_registry(pool, config, prior_agent="none")
+        assert _mean(flat, pool[0]) == _mean(flat, pool[1]) == pytest.approx(prior_mean(easy))
+        assert _mean(flat, pool[2]) == pytest.approx(prior_mean({"n_sites": 3, "statement_level": "vague"}))
+        other = CurriculumState.from_registry(pool, config, prior_agent="other")
+        assert _mean(other, pool[3]) > _mean(other, pool[0]) == pytest.approx(prior_mean(easy))
+    finally:
+        refresh_tasks()
+
+
+def _cell(table: str, group: str, agent: str) -> tuple[int, int, str]:
+    """(tasks, measured, rate) of one group's row for ``agent`` in a :func:`breakdown` table."""
+    lines = table.splitlines()
+    header = [c.strip() for c in lines[1].split("|")]
+    row = next(line for line in lines if line.split()[0] == group)
+    cells = [c.split() for c in row.split("|")]
+    measured, rate = cells[header.index(agent)]
+    return int(cells[0][1]), int(measured), rate
+
+
+def test_cli_difficulty_breaks_solve_rates_down_by_level_tier_and_family_for_one_repo(tmp_path, monkeypatch):
+    monkeypatch.setenv(TASK_DIRS_ENV, "")
+    registered = {lv: sum(1 for i in task_index() if load_task(i).repo == "inflection"
+                          and load_task(i).features.get("statement_level", load_task(i).statement_level) == lv)
+                  for lv in ("full", "medium", "vague")}
+    _write_tasks(tmp_path / "tasks", [
+        ("inflection.jsonl", "inflection__probe-0001", "full", 1, _rates("probe", 1, 2)),
+        ("inflection.jsonl", "inflection__probe-0002", "full", 1, _rates("probe", 0, 1)),
+        ("inflection.jsonl", "inflection__probe-0003", "vague", 2, _rates("probe", 1, 1)),
+        ("inflection.jsonl", "inflection__probe-0004", "medium", 1, {}),
+        ("parse.jsonl", "parse__probe-0001", "medium", 1, _rates("probe", 1, 1)),  # another repo: filtered out
+    ])
+    env = {**os.environ, TASK_DIRS_ENV: str(tmp_path / "tasks")}
+    out = subprocess.run([sys.executable, "-m", "frog_gym.cli", "tasks", "--repo", "inflection", "--difficulty"],
+                         capture_output=True, text=True, env=env, check=False)
+    assert out.returncode == 0, out.stderr
+    table = out.stdout[out.stdout.index("by group"):]
+    assert _cell(table, "level=full", "probe") == (registered["full"] + 2, 2, "0.333")
+    assert _cell(table, "level=vague", "probe") == (registered["vague"] + 1, 1, "1.000")
+    assert _cell(table, "level=medium", "probe") == (registered["medium"] + 1, 0, "-")  # parse's is not counted
+    assert _cell(table, "family=comparison_flip", "probe")[1:] == (3, "0.500")
+    tiers = [_cell(table, f"tier={t}", "probe")[1] for t in ("easy", "medium", "hard") if f"tier={t} " in table]
+    assert sum(tiers) == 3
+
+
+def test_breakdown_is_empty_without_measurements():
+    assert breakdown([load_task(TASK)]) == ""
 
 
 def test_tally_refuses_mixed_harnesses_and_skips_infra_failures():
@@ -70,3 +164,11 @@ def test_cli_difficulty_and_bad_import_path(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "frog_gym.cli", "tasks", "--import-results", str(tmp_path)],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "holds no results.jsonl" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_docstring_examples():
+    import doctest
+
+    from frog_gym.generators import difficulty
+
+    assert doctest.testmod(difficulty).attempted >= 4 and doctest.testmod(difficulty).failed == 0

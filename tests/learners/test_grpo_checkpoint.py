@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from frog_gym.learners.grpo import GRPO, GRPOConfig, train
+from frog_gym.learners.grpo import GRPO, GRPOConfig, config_from_strings, train
 
 
 def _cfg(model, out, **kw):
@@ -61,3 +61,30 @@ def test_truncated_episodes_are_masked_by_default(tiny_model, tmp_path):
         assert metrics["masked_fraction"] == pytest.approx(sum(e.reward is None for e in episodes) / 2)
     finally:
         learner.close()
+
+
+def test_default_curriculum_takes_measured_difficulty_as_its_prior(tiny_model, tmp_path, monkeypatch):
+    from frog_gym.curriculum import prior_mean
+    from frog_gym.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks
+
+    monkeypatch.setenv(TASK_DIRS_ENV, "")
+    base = json.loads(load_task("frogtoy__handwritten-0002").to_json())
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "frogtoy.jsonl").write_text("".join(
+        json.dumps(dict(base, instance_id=f"frogtoy__grpoprior-000{solved}", solve_rates={
+            "apr": {"solved": solved, "runs": 1, "fingerprint": "f", "max_steps": 2}})) + "\n" for solved in (0, 1)))
+    add_task_dir(tmp_path / "tasks")
+    ids = ("frogtoy__grpoprior-0000", "frogtoy__grpoprior-0001")
+    try:
+        for agent, expect_gap in (("apr", True), ("none", False)):
+            cfg = config_from_strings(GRPOConfig, {"model": tiny_model, "env_id": "FrogSWE-Toy-v0", "task_ids": ids,
+                                                   "prior_agent": agent, "torch_threads": "1", "tensorboard": "false",
+                                                   "output_dir": str(tmp_path / agent)})
+            learner = GRPO(cfg)
+            try:
+                failed, solved = (a / (a + b) for a, b in map(learner.curriculum.posterior, ids))
+            finally:
+                learner.close()
+            assert (solved > prior_mean(base["features"]) > failed) if expect_gap else (solved == failed)
+    finally:
+        refresh_tasks()

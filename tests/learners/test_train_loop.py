@@ -8,7 +8,7 @@ from frog_gym.learners import Learner, LearnerOptions, env_tasks
 from frog_gym.learners.scripted import ScriptedLearner
 
 from frog_gym.cli import main
-from frog_gym.commands.train import learner_factory, run_loop
+from frog_gym.commands.train import _prior_line, learner_factory, run_loop
 from frog_gym.curriculum import CurriculumConfig, CurriculumState
 
 
@@ -92,3 +92,46 @@ def test_cli_names_a_bad_learner_or_synthesizer_without_a_traceback(tmp_path, ca
     assert "Unknown learner 'gpro'" in capsys.readouterr().err
     assert main([*base, "--learner", "scripted", "--synthesizer", "mutatoin"]) == 2
     assert "Did you mean 'mutation'?" in capsys.readouterr().err
+
+
+def _prior_means(out_dir):
+    """Prior means of the curriculum the CLI built, from the state the scripted learner saved."""
+    state = json.loads((out_dir / "iteration-001" / "scripted.json").read_text())["curriculum"]
+    return {t: a / (a + b) for t, (a, b) in zip(state["task_ids"], state["prior"])}
+
+
+def test_cli_builds_the_curriculum_prior_from_measured_difficulty(tmp_path, monkeypatch, capsys):
+    from frog_gym.curriculum import prior_beta, prior_mean
+    from frog_gym.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks
+
+    monkeypatch.setenv(TASK_DIRS_ENV, "")
+    base = json.loads(load_task("frogtoy__handwritten-0001").to_json())
+    rows = {"frogtoy__prior-0001": (1, 1), "frogtoy__prior-0002": (0, 1), "frogtoy__prior-0003": None}
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "frogtoy.jsonl").write_text("".join(
+        json.dumps(dict(base, instance_id=iid, solve_rates={} if r is None else {
+            "apr": {"solved": r[0], "runs": r[1], "fingerprint": "f", "max_steps": 8}})) + "\n"
+        for iid, r in rows.items()))
+    add_task_dir(tmp_path / "tasks")
+    feats = {k: base["features"][k] for k in ("n_sites", "statement_level")}
+    try:
+        for agent in ("apr", "none"):
+            out = tmp_path / agent
+            code = main(["train", "--learner", "scripted", "--env", "FrogSWE-Toy-v0", "--tasks", ",".join(rows),
+                         "--iterations", "1", "--tasks-per-iteration", "1", "--group-size", "2",
+                         "--groups-per-update", "1", "--eval-tasks", "1", "--eval-episodes", "1",
+                         "--prior-agent", agent, "--out", str(out)])
+            assert code == 0
+            means = _prior_means(out)
+            if agent == "apr":
+                assert "apr solve rates of 2" in capsys.readouterr().out
+                solved, failed, untried = (means[t] for t in rows)
+                a, b = prior_beta(feats, (1, 1))
+                assert solved == a / (a + b) and solved > untried > failed
+                assert untried == prior_mean(feats)
+            else:
+                assert "--prior-agent none" in capsys.readouterr().out
+                assert set(means.values()) == {prior_mean(feats)}
+        assert "Did you mean 'apr'? Agents measured on this pool: apr" in _prior_line("arp", list(rows), 3, 0)
+    finally:
+        refresh_tasks()
