@@ -2,8 +2,9 @@
 Python. It needs only the standard library and pytest (the repository venv has no ``coverage``).
 
 ``run [--budget S] [--prefer NAMES] [PYTEST ARGS]`` runs the suite untraced and saves the failing tests
-(the baseline). ``trace`` then runs the failing tests' files in-process under ``sys.settrace``, failing
-tests first, and records which source lines each test executes (test files, ``build/`` and everything
+(the baseline); a test that fails because there is no network or a missing optional dependency is not
+counted (the sandbox has neither).
+``trace`` then runs the failing tests' files in-process under ``sys.settrace``, failing tests first, and records which source lines each test executes (test files, ``build/`` and everything
 outside the repository are not counted). Lines are ranked by Ochiai suspiciousness,
 failed(l) / sqrt(total_failed * (failed(l) + passed(l))), boosted where a failing test's traceback passes.
 Both stop starting new tests after ``--budget`` seconds, so a slow suite gives a partial answer instead
@@ -203,7 +204,7 @@ def run(args):
         stopped = outcomes.stopped or code is None
         _save("baseline.json", {"failing": failing, "args": sorted(outcomes.seen) if stopped else args})
         return {"mode": "run", "exit": code, "ran": len(outcomes.seen), "failed": len(failing),
-                "failing": failing[:30], "stopped_early": stopped}
+                "failing": failing[:30], "offline": len(outcomes.offline), "stopped_early": stopped}
 
     _watchdog(budget * 1.6, result)
     return result(int(_pytest(args, [outcomes])))
@@ -294,11 +295,27 @@ def _neighbours(names, most=2):
     return ranked[:most]
 
 
+_NO_NETWORK = (
+    "ConnectionError", "ProxyError", "ConnectTimeout", "NewConnectionError", "MaxRetryError", "gaierror",
+    "Network is unreachable", "Name or service not known", "Temporary failure in name resolution",
+    "No route to host", "nodename nor servname", "Missing dependencies for", "ModuleNotFoundError: No module named",
+)
+
+
+def _offline(report):
+    """A failure that says the network or an optional dependency is missing: the sandbox has no network (the
+    prompt says so) and only the test requirements installed, so such a test fails whatever the code does
+    and tells nothing about the bug."""
+    text = str(report.longrepr)[-4000:]
+    return any(sign in text for sign in _NO_NETWORK)
+
+
 class Outcomes:
     """A pytest plugin: which tests ran and which failed; stops starting tests past the budget."""
 
     def __init__(self, budget=None, prefer=()):
         self.failed = set()
+        self.offline = set()
         self.seen = set()
         self.budget = budget
         self.prefer = [p.lower() for p in prefer if p]
@@ -315,7 +332,9 @@ class Outcomes:
 
     def pytest_runtest_logreport(self, report):
         self.seen.add(_id(report.nodeid))
-        if report.failed:
+        if report.failed and _offline(report):
+            self.offline.add(_id(report.nodeid))
+        elif report.failed:
             self.failed.add(_id(report.nodeid))
         if self.budget is not None and time.monotonic() - self.started > self.budget:
             self.stopped = True
