@@ -56,8 +56,10 @@ def mirror_task(fix: Task, hunks: list[Hunk], old: dict[str, str], runs: int = 3
     """The fix of a mined task reversed onto the repository's pinned release (a real bug brought back),
     validated like every generated task (:func:`frog_gym.generators.validate.validate`), or ``(None, why)``.
 
-    Its tests are the pinned release's own (visible, as in every training task): the mined task's
-    FAIL_TO_PASS and PASS_TO_PASS that still exist and pass there are the candidates."""
+    Its tests are the pinned release's own: the mined task's FAIL_TO_PASS and PASS_TO_PASS that still exist
+    and pass there are the candidates; its FAIL_TO_PASS are hidden until grading, as in every training task
+    (:func:`frog_gym.generators.hidden.hidden_tests_patch`)."""
+    from frog_gym.generators.hidden import hidden_tests_patch
     from frog_gym.generators.validate import Scratch as _Scratch
     from frog_gym.generators.validate import baseline, validate
 
@@ -83,7 +85,8 @@ def mirror_task(fix: Task, hunks: list[Hunk], old: dict[str, str], runs: int = 3
                                            "changelog", "changelog_score")}
     return dataclasses.replace(
         fix, instance_id=fix.instance_id, version=spec.source.version, base_commit=spec.source.key, patch=gold,
-        bug_patch=bug, test_patch="", FAIL_TO_PASS=tuple(v.fail_to_pass), PASS_TO_PASS=tuple(v.pass_to_pass),
+        bug_patch=bug, test_patch=hidden_tests_patch(repo.tree, v.fail_to_pass, spec.tests.is_test_file),
+        FAIL_TO_PASS=tuple(v.fail_to_pass), PASS_TO_PASS=tuple(v.pass_to_pass),
         provenance={"generator": "mirror", **prov},
         features={**fix.features, "f2p": len(v.fail_to_pass), "crash": v.crash},
         validation={"runs": v.runs, "seconds": round(v.seconds, 1), "flaky": v.flaky}), ""

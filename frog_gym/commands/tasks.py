@@ -75,10 +75,13 @@ def run(args: argparse.Namespace) -> int:
     if args.restate or args.hide_tests:
         from frog_gym.generators.hidden import hide_tests_file
         from frog_gym.generators.restate import restate_file
+        from frog_gym.live import is_live
         from frog_gym.task import refresh_tasks
 
         rewrite = restate_file if args.restate else hide_tests_file
-        for name in sorted({task_index()[i][0] for i in ids}):
+        # FrogLive's hidden tests are the fix's own test changes, set when mined on the release before it
+        names = {task_index()[i][0] for i in ids if args.restate or not is_live(i)}
+        for name in sorted(names):
             counts = rewrite(_task_path(name))
             print(f"{name}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())), flush=True)
         refresh_tasks()
