@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import gymnasium as gym
+import pytest
 
 import frog_gym  # noqa: F401  (registers the envs)
 from frog_gym.agents.oracle import OracleAgent
@@ -127,3 +128,26 @@ def test_every_registered_task_hides_its_failing_tests():
     missing = [i for i in registered_task_ids() if not load_task(i).test_patch.strip()]
     assert not missing, (f"{len(missing)} task(s) leave their FAIL_TO_PASS tests in the workspace, e.g. {missing[:3]}; "
                          "`frog-gym tasks --hide-tests --repo R` computes their test_patch")
+
+
+@pytest.mark.slow
+def test_every_stored_test_patch_is_what_the_hider_computes_today():
+    # a partial test_patch leaves some failing tests visible: recompute each (FrogLive's are the fix's own
+    # test changes on the release before it, set when mined) from the pristine snapshot
+    from frog_gym.live import is_live
+    from frog_gym.snapshot import snapshot_tree
+    from frog_gym.spec import load_repo
+
+    trees: dict = {}
+    stale = []
+    for iid in registered_task_ids():
+        if is_live(iid):
+            continue
+        task = load_task(iid)
+        if task.repo not in trees:
+            spec = load_repo(task.repo)
+            trees[task.repo] = (snapshot_tree(spec), spec.tests.is_test_file)
+        tree, is_test_file = trees[task.repo]
+        if hidden_tests_patch(tree, task.FAIL_TO_PASS, is_test_file) != task.test_patch:
+            stale.append(iid)
+    assert not stale, f"{len(stale)} stale test_patch(es), e.g. {stale[:3]}: `frog-gym tasks --hide-tests --repo R`"
