@@ -35,6 +35,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--import-results", metavar="RUN_DIR",
                    help="store the solve rates of a `frog-gym bench` run in the task records (measured difficulty)")
     p.add_argument("--label", help="with --import-results: the agent name to record (default: the run's)")
+    p.add_argument("--unmeasured", metavar="AGENT",
+                   help="print only the ids of the tasks (of --repo, or all) with no solve rate of AGENT, one a "
+                        "line: a suite file for `frog-gym bench --suite FILE` that measures the rest")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +49,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--repo: no repository '{args.repo}'.{did_you_mean(args.repo, repo_names())} "
                          "See `frog-gym registry list`.")
     ids = [i for i in sorted(task_index()) if not args.repo or load_task(i).repo == args.repo]
+    if args.unmeasured:
+        for iid in ids:
+            if args.unmeasured not in load_task(iid).solve_rates:
+                print(iid)
+        return 0
     if args.check_statements:
         return _check(ids)
     if args.import_results:

@@ -172,3 +172,24 @@ def test_docstring_examples():
     from frog_gym.generators import difficulty
 
     assert doctest.testmod(difficulty).attempted >= 4 and doctest.testmod(difficulty).failed == 0
+
+
+def test_cli_lists_the_tasks_an_agent_is_not_measured_on_as_a_suite_file(tmp_path, monkeypatch):
+    _write_tasks(tmp_path / "tasks", [
+        ("inflection.jsonl", "inflection__probe-0001", "full", 1, _rates("probe", 1, 2)),
+        ("inflection.jsonl", "inflection__probe-0002", "full", 1, {}),
+    ])
+    env = {**os.environ, TASK_DIRS_ENV: str(tmp_path / "tasks")}
+    out = subprocess.run([sys.executable, "-m", "frog_gym.cli", "tasks", "--repo", "inflection", "--unmeasured", "probe"],
+                         capture_output=True, text=True, env=env, check=False)
+    assert out.returncode == 0, out.stderr
+    ids = out.stdout.split()
+    inflection = [i for i in task_index() if load_task(i).repo == "inflection"]
+    assert "inflection__probe-0002" in ids and "inflection__probe-0001" not in ids
+    assert len(ids) == len(inflection) + 1  # every registered inflection task, none measured by "probe"
+    suite, harness = tmp_path / "rest.txt", tmp_path / "harness.toml"
+    suite.write_text(out.stdout)
+    made = subprocess.run([sys.executable, "-m", "frog_gym.cli", "bench", "--agent", "noop", "--suite", str(suite),
+                           "--write-harness", str(harness)], capture_output=True, text=True, env=env, check=False)
+    assert made.returncode == 0, made.stderr  # `frog-gym bench --suite FILE` takes the list as it is
+    assert sorted(HarnessSpec.load(harness).task_ids) == sorted(ids)
