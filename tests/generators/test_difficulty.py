@@ -144,7 +144,9 @@ def test_cli_difficulty_breaks_solve_rates_down_by_level_tier_and_family_for_one
 
 
 def test_breakdown_is_empty_without_measurements():
-    assert breakdown([load_task(TASK)]) == ""
+    import dataclasses
+
+    assert breakdown([dataclasses.replace(load_task(TASK), solve_rates={})]) == ""  # registered ones carry apr's
 
 
 def test_tally_refuses_mixed_harnesses_and_skips_infra_failures():
