@@ -195,3 +195,13 @@ def test_cli_lists_the_tasks_an_agent_is_not_measured_on_as_a_suite_file(tmp_pat
                            "--write-harness", str(harness)], capture_output=True, text=True, env=env, check=False)
     assert made.returncode == 0, made.stderr  # `frog-gym bench --suite FILE` takes the list as it is
     assert sorted(HarnessSpec.load(harness).task_ids) == sorted(ids)
+
+
+def test_every_registered_task_carries_the_reference_solve_rate():
+    missing = [i for i in task_index() if "apr" not in load_task(i).solve_rates]
+    assert not missing, (f"{len(missing)} task(s) without a measured difficulty, e.g. {missing[:3]}: "
+                         "`frog-gym tasks --unmeasured apr > rest.txt && frog-gym bench --agent apr --max-steps 40 "
+                         "--suite rest.txt --out runs/apr-rest && frog-gym tasks --import-results runs/apr-rest`")
+    entries = [load_task(i).solve_rates["apr"] for i in task_index()]
+    assert {e["max_steps"] for e in entries} == {40}  # one fixed budget
+    assert all(e["runs"] >= 1 and 0 <= e["solved"] <= e["runs"] and e["fingerprint"] for e in entries)
