@@ -127,7 +127,6 @@ def histogram(tasks: list[Any]) -> str:
     return "\n".join(lines)
 
 
-
 def family_of(instance_id: str, features: dict[str, Any]) -> str:
     """A task's bug family: ``features["family"]`` for a single bug, else the generator part of the id
     (``combo2``, ``handwritten``, ``live``, ...)."""
