@@ -103,13 +103,18 @@ def test_a_mirror_task_is_a_training_task_on_the_pinned_release_that_its_gold_pa
 
     iid = MIRROR[0]
     task = load_task(iid)
-    assert iid in default_pool() and task.test_patch == "" and task.bug_patch
+    # hidden tests, as every training task: the fix's new tests are cut from the workspace, never the fix itself
+    assert iid in default_pool() and task.bug_patch and task.test_patch
+    assert patch_files(task.test_patch).isdisjoint(patch_files(task.patch))
     assert task.provenance["to_version"] not in {load_task(i).provenance["to_version"] for i in LIVE
                                                  if load_task(i).repo == task.repo}
     assert task_spec(task) == load_repo(task.repo)
     env = FrogSWEEnv(task_id=iid)
     try:
         env.reset(seed=0)
+        # the workspace is the tree before the hidden tests: their patch applies to it as it stands
+        subprocess.run(["git", "apply", "--check", "-"], cwd=env._ws.path, input=task.test_patch, text=True,
+                       check=True)
         _, reward, _, _, info = env.step({"tool": "submit"})
         assert reward == 0.0 and info["infra_failure"] is None
         env.reset(seed=0)
