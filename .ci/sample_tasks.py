@@ -24,11 +24,12 @@ order, and one env serves the whole run. The cold check stays the default. Measu
 cores, ``--summary`` of docs/revalidation.jsonl): graded median 1.0 s, p90 3.2 s per task, over all 2,019
 tasks; cold median 17.7 s, p90 54.2 s over 152 tasks of earlier runs (not paired: other hours, other load).
 
-``--all`` checks every registered task: ``FrogSWE-v0``'s pool plus the FrogLive tasks (on their own release),
-in a seeded order (cold: shuffled, so an unfinished run has checked a uniform sample; graded: grouped as
-above); ``--record FILE`` appends one JSON line per checked task (id, mode, verdict, seconds) and skips the
-tasks a line of the same mode already records (a line without a mode is a cold one), so a run resumes where
-it stopped.
+``--all`` checks every registered task: ``FrogSWE-v0``'s pool, the FrogLive tasks (on their own release) and the
+embedded default's, in a seeded order (cold: shuffled, so an unfinished run has checked a uniform sample; graded:
+grouped as above); ``--record FILE`` appends one JSON line per checked task (id, mode, verdict, seconds, and the
+task's :func:`validated_digest`) and skips the tasks a line of the same mode already records for the task as it
+stands (same digest; a line without a mode is a cold one), so a run resumes where it stopped and a task changed
+since its last verdict is checked again.
 """
 
 from __future__ import annotations
@@ -55,6 +56,26 @@ def _defined(tree, test_id: str) -> bool:
     for c in classes:
         body = next((n.body for n in body if isinstance(n, ast.ClassDef) and n.name == c), [])
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == func for n in body)
+
+
+def validated_digest(task) -> str:
+    """A hash of what a verdict depends on: the snapshot, the bug, the hidden tests, the gold fix and the test ids
+    (not the statement, which no test run reads). A verdict recorded under another digest is about another task."""
+    import hashlib
+
+    parts = [task.repo, task.version, task.base_commit, task.bug_patch, task.test_patch, task.patch,
+             task.FAIL_TO_PASS, task.PASS_TO_PASS]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def verdicts(record: str, mode: str = "graded") -> dict[str, dict]:
+    """The last line of ``mode`` per task id in ``record`` (a line without a mode is a cold one)."""
+    last: dict[str, dict] = {}
+    with open(record, encoding="utf-8") as f:
+        for r in map(json.loads, filter(str.strip, f)):
+            if r.get("mode", "cold") == mode:
+                last[r["id"]] = r
+    return last
 
 
 def check(task_id: str, timeout: float) -> str | None:
@@ -242,6 +263,12 @@ def summary(record: str, registered: list[str]) -> str:
                    f"not reached; seconds per task: median {statistics.median(secs):.1f}, "
                    f"p90 {secs[int(0.9 * (len(secs) - 1))]:.1f}")
         out += [f"  {n:5}  {why}" for why, n in bad.most_common()]
+        if any("digest" in r for r in rows.values()):
+            from frog_gym.task import load_task
+
+            held = sum(1 for t in registered if t in rows and rows[t]["ok"]
+                       and rows[t].get("digest") == validated_digest(load_task(t)))
+            out.append(f"  {held} of the {len(registered)} registered hold as they stand (a verdict under their digest)")
     return "\n".join(out)
 
 
@@ -262,14 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     mode = "graded" if args.graded else "cold"
 
-    from frog_gym.env import default_pool
-    from frog_gym.live import live_task_ids
-    from frog_gym.task import task_index
+    from frog_gym.task import load_task, registered_task_ids, task_index
 
     if args.summary:
         if not args.record:
             p.error("--summary reads the file of --record FILE; name it")
-        print(summary(args.record, default_pool() + live_task_ids()))
+        print(summary(args.record, registered_task_ids()))
         return 0
     if args.ids:
         unknown = [t for t in args.ids if t not in task_index()]
@@ -277,21 +302,20 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"unknown task ids {unknown}; see `frog-gym tasks`")
         sample = list(args.ids)
     elif args.all:
-        ids = default_pool() + live_task_ids()
+        ids = registered_task_ids()
         sample = random.Random(args.seed).sample(ids, len(ids))
     else:
         ids = sorted(task_index())
         sample = random.Random(args.seed).sample(ids, min(args.n, len(ids)))
     if args.graded:
         sample = graded_order(sample, args.seed)
-    done: set[str] = set()
     if args.record and not args.ids:
         try:
-            with open(args.record, encoding="utf-8") as f:
-                done = {r["id"] for r in map(json.loads, filter(str.strip, f)) if r.get("mode", "cold") == mode}
+            done = verdicts(args.record, mode)
         except FileNotFoundError:
-            pass
-        sample = [t for t in sample if t not in done]
+            done = {}
+        sample = [t for t in sample
+                  if t not in done or done[t].get("digest") != validated_digest(load_task(t))]
     env = None
     if args.graded:
         import gymnasium as gym
@@ -314,10 +338,11 @@ def main(argv: list[str] | None = None) -> int:
                 if task_id not in task_index():
                     print(f"[{i:2}/{len(sample)}] {task_id:56} no longer registered", flush=True)
                     continue
-            facts: dict = {}
+            facts: dict = {"digest": validated_digest(load_task(task_id))}
             try:
                 if env is not None:
-                    problem, facts = check_graded(env, task_id)
+                    problem, more = check_graded(env, task_id)
+                    facts |= more
                 else:
                     problem = check(task_id, args.timeout)
             except Exception as e:  # noqa: BLE001 (reported, counted as a failure)

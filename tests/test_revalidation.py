@@ -3,6 +3,7 @@ of real tasks (a wrong FAIL_TO_PASS id, a gold fix that fixes nothing) are repor
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib.util
 import json
@@ -103,3 +104,15 @@ def test_summary_counts_each_mode_and_names_failure_reasons(tmp_path):
         "graded: 3 checked (1 no longer registered), 1 passed, 2 failed, 1 of the 3 registered not reached; "
         "seconds per task: median 2.0, p90 2.0",
         "      2  with the bug, N FAIL_TO_PASS tests pass"]
+
+
+def test_a_verdict_is_bound_to_what_the_test_runs_read():
+    task = load_task(VALID)
+    d = sample_tasks.validated_digest(task)
+    restated = dataclasses.replace(task, problem_statement="reworded")
+    assert sample_tasks.validated_digest(restated) == d  # no test run reads the statement
+    for field, value in [("patch", task.patch + "\n"), ("test_patch", ""), ("bug_patch", task.bug_patch + "\n"),
+                         ("FAIL_TO_PASS", task.FAIL_TO_PASS[:-1]), ("PASS_TO_PASS", task.PASS_TO_PASS[1:])]:
+        changed = dataclasses.replace(task, **{field: value})
+        assert sample_tasks.validated_digest(changed) != d, field
+
