@@ -14,7 +14,7 @@ import pytest
 
 import frog_gym  # noqa: F401 (registers FrogSWE-v0)
 from frog_gym.grading import patch_files
-from frog_gym.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks
+from frog_gym.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks, registered_task_ids
 
 VALID = "iniconfig__combo2-da5deb2e"
 OTHER = "inflection__wrong_variable-a7636217"
@@ -116,3 +116,16 @@ def test_a_verdict_is_bound_to_what_the_test_runs_read():
         changed = dataclasses.replace(task, **{field: value})
         assert sample_tasks.validated_digest(changed) != d, field
 
+
+
+RECORD = Path(__file__).parents[1] / "docs" / "revalidation-v4.jsonl"
+
+
+def test_every_registered_task_holds_as_graded_as_it_stands():
+    """Issue 12's last item: every task re-validated under the hidden-tests contract, as an episode is graded.
+    A verdict counts only for the task it was made on (its digest): a task changed since has to be run again."""
+    held = sample_tasks.verdicts(str(RECORD))
+    stale = [t for t in registered_task_ids()
+             if not (t in held and held[t]["ok"] and held[t].get("digest") == sample_tasks.validated_digest(load_task(t)))]
+    assert not stale, (f"{len(stale)} registered tasks have no passing graded verdict as they stand, e.g. {stale[:5]}; "
+                       f"run: python .ci/sample_tasks.py --all --graded --record docs/revalidation-v4.jsonl")
