@@ -14,9 +14,11 @@ time); ``"tests"`` holds the first pass and ``"passes"`` one status map per pass
 check that a bug's failures repeat without paying for more pytest processes).
 
 Grading authenticates the report: with ``FROG_KEY_FIFO`` set, the plugin reads a 64-character key from that
-FIFO when it is imported (``-p`` loads it before any code of the package under test can run) and signs
-the report with it (HMAC-SHA256 of the canonical JSON, key ``"signature"``), so a report written by anything
-else fails verification. ``$FROG_SELECT`` may then be ``{"ids": [...], "canaries": [...]}``: the canaries are
+FIFO when it is imported (``-p`` loads it before any code of the package under test can run) and the report
+is signed with it (HMAC-SHA256 of the canonical JSON, key ``"signature"``), so a report written by anything
+else fails verification. In such a graded run the key, the recorded outcomes and every finding live in the
+*vault* (:func:`_open_vault`), the closure of an audit hook that code under test can't reach, which also
+writes the report; this module's globals then hold nothing a grade is made of. ``$FROG_SELECT`` may then be ``{"ids": [...], "canaries": [...]}``: the canaries are
 selected too and run last, so that a must-fail canary can't stop the run early. With ``"only": true`` there
 too, the plugin keeps pytest from even making the test items of functions and classes that no selected id
 names (their parametrizations, fixture closures and marks are half of collecting a large file): a selected
@@ -41,17 +43,13 @@ With ``FROG_MODULES=1`` the report also lists every imported module and its file
 grading server learns from a pristine collection which modules its parent may import ahead of time.
 """
 
-import hashlib
-import hmac
 import json
 import os
 import sys
 
 
-def _signer():
-    path = os.environ.pop("FROG_KEY_FIFO", "")
-    if not path:
-        return None
+def _read_key(path):
+    """The 64-byte key grading wrote into the FIFO at ``path`` (read once: the FIFO is empty after)."""
     fd = os.open(path, os.O_RDONLY)
     key = b""
     try:
@@ -62,15 +60,24 @@ def _signer():
             key += chunk
     finally:
         os.close(fd)
-
-    def sign(body):
-        text = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-        return hmac.new(key, text, hashlib.sha256).hexdigest()
-
-    return sign
+    return key
 
 
-_sign = _signer()
+_key_fifo = os.environ.pop("FROG_KEY_FIFO", "")
+_graded = bool(_key_fifo)
+"""A graded run: the report is kept, checked and signed by the vault (see _open_vault), not by this module."""
+
+
+def _selection():
+    """``$FROG_SELECT``'s JSON (None without one, or unreadable)."""
+    path = os.environ.get("FROG_SELECT")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def _guard_config():
@@ -141,7 +148,7 @@ def _install_guard(config):
         pytest_dir = os.path.dirname(_pytest.__file__) + "/"
     except ImportError:  # pragma: no cover (the plugin only loads inside pytest)
         pytest_dir = "\0"
-    getframe, fsdecode, basename, hits = sys._getframe, os.fsdecode, os.path.basename, _guard_hits
+    getframe, fsdecode, basename, hits, audit = sys._getframe, os.fsdecode, os.path.basename, _guard_hits, sys.audit
 
     def plugin_file(fn):
         """A pytest plugin's own module outside the repository (pytest-timeout's stack dump at a timeout runs on
@@ -190,6 +197,7 @@ def _install_guard(config):
         message = f"code under test {why} ({_NOT_FOR_IT[kind]})"
         if message not in hits:
             hits.append(message)
+        audit("frog.vault.flag", message)  # the vault's copy (a graded run's report), out of the package's reach
         return PermissionError(message)
 
     def caller():
@@ -333,8 +341,6 @@ _UNSEALED = frozenset(("RUNNER_CLASS", "CHECKER_CLASS", "_pluginmanager", "_conf
                        "inifile", "startdir", "_tmpdirhandler", "_reprcompare", "_assertion_pass"))
 """Names pytest itself rebinds during a run: doctest's lazily made classes, the debugger's class state, the
 assertion hooks it sets around each test, and what its ``legacypath`` plugin patches into its classes."""
-_seal_hits = []
-
 
 def _make_seal():
     """Every module of pytest and pluggy loaded now (``-p`` loads this plugin after all of pytest's built-in
@@ -363,50 +369,272 @@ def _make_seal():
     return sealed
 
 
-def _made_by_the_package(value, roots, depth=0):
-    """Whether ``value`` (what now sits where pytest's own object was) is code the package made: a function
-    (unwrapped from methods, partials, properties) compiled from the package's source or from no file at all
-    (``compile``/``exec`` of a string), or a class or an instance of a class with such a function. A test
-    tool's replacement (freezegun's clock, a mock) comes from a library's file and is pytest's business."""
+_HOT = ("_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.main", "_pytest.skipping",
+        "_pytest.outcomes", "_pytest.nodes", "_pytest.fixtures", "_pytest.unittest", "_pytest.capture",
+        "_pytest.config", "pytest", "pluggy._hooks", "pluggy._callers", "pluggy._manager", "pluggy._result")
+"""The modules a report passes through: checked at each report of a graded test file's test."""
+_HOT_HOOKS = frozenset((
+    "pytest_runtest_protocol", "pytest_runtest_logstart", "pytest_runtest_setup", "pytest_runtest_call",
+    "pytest_runtest_teardown", "pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_runtest_logfinish",
+    "pytest_pyfunc_call", "pytest_report_teststatus", "pytest_exception_interact", "pytest_sessionfinish"))
+"""The hooks a test's report passes through: their implementations are checked at each report of a graded file."""
+
+
+# -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
+
+def _open_vault(key, guard, flags, sealed, ours, select):
+    """Keep a graded run's outcomes, the guard's and seal's findings, and the key, where code under test can't
+    reach them: in the closure of an audit hook (PEP 578). Nothing in Python refers to an installed audit hook,
+    and the ways to find one anyway (the garbage collector, ctypes) are refused by the guard; this module's
+    globals, by contrast, are one ``sys.modules`` lookup away, and a package that rebinds its signer, rewrites
+    its recorded outcomes or registers a plugin of its own would otherwise forge a pass.
+
+    This plugin's hooks hand the vault what pytest gives them, as audit events (``frog.vault.*``). The vault
+    takes an event only from the hook function it expects, called on the main thread inside pytest's session with
+    no frame of the package's (or of code compiled from a string) on the stack, and for the test pytest is running
+    (between its ``logstart`` and ``logfinish``); anything else is recorded as tampering. A report given twice for
+    one phase keeps the worse outcome. At each report of a graded file's test (and fully at each canary and at the
+    end) it checks the seal: pytest's and pluggy's modules and classes, and every implementation of the hooks a
+    report passes through (a plugin the package registered), using only what it bound when it was made (the
+    builtins included: code under test may rebind those too). At the end it writes and signs the report itself,
+    with the C encoder and HMAC, which no Python code can rebind under it.
+
+    ``ours``: event -> this plugin's hook function that raises it; ``sealed``: :func:`_make_seal`'s snapshot; ``flags``:
+    what the guard found before the vault existed; ``guard``: the guard's configuration (or None); ``select``:
+    the selection (``$FROG_SELECT``), for its canaries."""
+    import _hashlib
+    import _json
+    import _thread
     import functools
     import types
 
-    for _ in range(8):
-        if isinstance(value, (staticmethod, classmethod, types.MethodType)):
-            value = value.__func__
-        elif isinstance(value, functools.partial):
-            value = value.func
-        elif isinstance(value, property):
-            value = value.fget
-        else:
-            break
-    if isinstance(value, types.FunctionType):
-        name = value.__code__.co_filename
-        return name.startswith("<") or any(name.startswith(r) for r in roots)
-    if depth < 2:
-        cls = value if isinstance(value, type) else type(value)
-        if cls.__module__ not in ("builtins",):
-            return any(_made_by_the_package(v, roots, depth + 1) for v in list(vars(cls).values()))
-    return False
+    audit, getframe, get_ident, main_thread = sys.audit, sys._getframe, _thread.get_ident, _thread.get_ident()
+    hmac_digest, make_encoder, encode_ascii = _hashlib.hmac_digest, _json.make_encoder, _json.encode_basestring_ascii
+    open_, replace, times, environ_get = open, os.replace, os.times, os.environ.get
+    isinstance_, getattr_, hasattr_, vars_, list_, tuple_, len_, str_, int_, round_, sorted_, any_, type_ = (
+        isinstance, getattr, hasattr, vars, list, tuple, len, str, int, round, sorted, any, type)
+    dict_, frozenset_, BaseException_, TypeError_, ValueError_ = dict, frozenset, BaseException, TypeError, ValueError
+    FunctionType, MethodType, partial = types.FunctionType, types.MethodType, functools.partial
+    staticmethod_, classmethod_, property_ = staticmethod, classmethod, property
+    report_path = environ_get("FROG_REPORT", "")
+    wrap_session = sys.modules["_pytest.main"].wrap_session.__code__
+    codes = {event: f.__code__ for event, f in ours.items()}
+    hooks_of = {f.__name__: f for f in ours.values()}
+    functions = frozenset_(id(f) for f in ours.values())
+    id_, hot_hooks = id, _HOT_HOOKS
+    me = sys.modules[__name__]
+    root = os.getcwd()
+    code_roots = tuple_(os.path.join(root, str_(c).strip("/")) for c in (guard or {}).get("code", ()))
+    test_roots = tuple_(os.path.join(root, str_(t).strip("/")) for t in (guard or {}).get("tests", ()))
+    graded_files = frozenset_(str_(f) for f in (guard or {}).get("files", ()))
+    hot = [e for e in sealed if e[0] in _HOT or e[0].rsplit(".", 1)[0] in _HOT]
+    canaries = frozenset_(str_(c) for c in select.get("canaries", ())) if isinstance_(select, dict_) else frozenset_()
+    state = {"pm": None, "ours": [], "current": None, "opened": False, "finished": False}
+    phases = {}  # nodeid -> {when: outcome}, in report order
+    collect_errors = []
+    flagged = list_(flags)
+    arity = {"configure": 1, "start": 1, "record": 1, "end": 1, "collect_error": 1, "finish": 3}
 
+    def flag(message):
+        if message not in flagged:
+            flagged.append(message)
 
-def _check_seal(sealed, ours, roots):
-    """The first sealed attribute (or hook of this plugin) that code the package made has replaced, or None."""
-    for where, d, items in sealed:
-        get = d.get
-        for k, v in items:
-            now = get(k)
-            if now is not v and _made_by_the_package(now, roots):
-                return f"{where}.{k}"
-    for hook, impl, function in ours:
-        if impl.function is not function or impl not in hook.get_hookimpls():
-            return f"the report plugin's {hook.name}"
-    return None
+    def under(name, roots):
+        return any_(name == r or name.startswith(r + "/") for r in roots)
 
+    def package_file(name):
+        """Whether a code object's file is the package's source (not a test of it), or no file at all."""
+        return name.startswith("<") or under(name, code_roots) and not under(name, test_roots)
 
-_seal = _make_seal() if _sign is not None else None  # graded runs
-_seal_hooks = []
-_seal_roots = tuple(os.path.join(os.getcwd(), str(c).strip("/")) for c in (_guard or {}).get("code", ()))
+    def made(value, depth=0):
+        """Whether ``value`` is code the package made: a function (unwrapped from methods, partials, properties)
+        compiled from the package's source (not its tests) or from no file at all (``compile``/``exec`` of a
+        string), or a class or an instance of a class with such a function. A test tool's replacement
+        (freezegun's clock, a mock) comes from a library's file and is pytest's business."""
+        for _ in range(8):
+            if isinstance_(value, (staticmethod_, classmethod_, MethodType)):
+                value = value.__func__
+            elif isinstance_(value, partial):
+                value = value.func
+            elif isinstance_(value, property_):
+                value = value.fget
+            else:
+                break
+        if isinstance_(value, FunctionType):
+            return package_file(value.__code__.co_filename)
+        if depth < 2:
+            cls = value if isinstance_(value, type_) else type_(value)
+            if cls.__module__ not in ("builtins",):
+                return any_(made(v, depth + 1) for v in list_(vars_(cls).values()))
+        return False
+
+    def broken_seal(entries, hooks):
+        """The first sealed attribute that code the package made has replaced, or the first hook (of ``hooks``,
+        None: all) with an implementation the package made or without this plugin's own; else None."""
+        for where, d, items in entries:
+            get = d.get
+            for k, v in items:
+                now = get(k)
+                if now is not v and made(now):
+                    return f"replaced {where}.{k}"
+        for hook, impl, function in state["ours"]:
+            if impl.function is not function or impl not in hook.get_hookimpls():
+                return f"replaced the report plugin's {hook.name}"
+        pm = state["pm"]
+        if pm is not None:
+            for name, caller in list_(vars_(pm.hook).items()):
+                if hooks is not None and name not in hooks:
+                    continue
+                if made(caller):
+                    return f"replaced pytest's hook {name}"
+                for impl in caller.get_hookimpls():
+                    if made(impl.function):
+                        return f"registered a pytest plugin of its own ({name})"
+        return None
+
+    def check(what, entries=sealed, hooks=None):
+        broken = broken_seal(entries, hooks)
+        if broken is not None and not any_(m.startswith(f"code under test {broken} ") for m in flagged):
+            flag(f"code under test {broken} (seen {what})")
+
+    def genuine(event):
+        """Whether this event comes from the hook function it belongs to, called by pytest: on the main thread,
+        inside the session, no frame of the package's or of code compiled from a string on the way."""
+        if get_ident() != main_thread:
+            return False
+        f = getframe(2)  # 0: this function, 1: the hook below, 2: whoever raised the event
+        if f is None or f.f_code is not codes.get(event):
+            return False
+        f = f.f_back
+        while f is not None:
+            code = f.f_code
+            if code is wrap_session:
+                return True
+            if package_file(code.co_filename):
+                return False
+            f = f.f_back
+        return False
+
+    def outcome_of(report):
+        outcome = str_(report.outcome)
+        if hasattr_(report, "wasxfail"):
+            outcome = "xfail" if outcome == "skipped" else "xpass"
+        return outcome
+
+    def status(p):
+        setup, call, teardown = p.get("setup"), p.get("call"), p.get("teardown")
+        if setup == "failed" or teardown == "failed":
+            return "ERROR"
+        if setup == "skipped" or call == "skipped":
+            return "SKIPPED"
+        if setup == "xfail" or call == "xfail":
+            return "XFAIL"
+        if call == "passed" or call == "xpass":
+            return "PASSED"
+        if call == "failed":
+            return "FAILED"
+        return "ERROR"
+
+    def refuse(_):
+        raise TypeError_("not JSON")
+
+    def dumps(body):
+        encode = make_encoder(None, refuse, encode_ascii, None, ":", ",", True, False, True)
+        return "".join(encode(body, 0))
+
+    def finish(session, exitstatus, extra):
+        check("at the end of the session")
+        t = times()
+        out = {"exitstatus": int_(exitstatus), "tests": {n: status(p) for n, p in phases.items()},
+               "collect_errors": list_(collect_errors),
+               "collected": int_(getattr_(session, "testscollected", 0) or 0),
+               "cpu_seconds": round_(t.user + t.system + t.children_user + t.children_system, 3)}
+        for k in ("details", "modules", "passes"):  # informative only: nothing grading scores
+            if k in extra:
+                out[k] = extra[k]
+        if guard or flagged:
+            out["guard"] = list_(flagged)
+        try:
+            text = dumps(out)
+        except (TypeError_, ValueError_):
+            for k in ("details", "modules", "passes"):
+                out.pop(k, None)
+            text = dumps(out)
+        out["signature"] = hmac_digest(key, text.encode(), "sha256").hex()
+        tmp = report_path + ".tmp"
+        with open_(tmp, "w", encoding="utf-8") as f:
+            f.write(dumps(out))
+        replace(tmp, report_path)
+
+    def vault(event, args):
+        if not event.startswith("frog.vault."):
+            if event == "object.__setattr__" and args and id_(args[0]) in functions:  # __code__, __defaults__
+                flag(f"code under test rewrote the report plugin's {args[0].__name__}.{args[1]}")
+            return
+        event = event[11:]
+        if event == "flag":  # anyone may add a finding: it can only cost the run its grade
+            if args and isinstance_(args[0], str_):
+                flag(args[0])
+            return
+        if event == "open":
+            if state["opened"]:
+                flag("code under test opened a second report vault")
+            state["opened"] = True
+            return
+        try:
+            if len_(args) != arity.get(event, -1) or not genuine(event):
+                flag(f"code under test handed the report plugin's {event} event something pytest did not")
+                check(f"at the {event} event pytest did not raise")  # and name what it replaced, if it did
+                return
+            if event == "configure":
+                pm = args[0].pluginmanager
+                state["pm"] = pm
+                for name, function in hooks_of.items():
+                    hook = getattr_(pm.hook, name, None)
+                    if hook is not None:
+                        state["ours"].extend((hook, i, i.function) for i in hook.get_hookimpls()
+                                             if i.plugin is me and i.function is function)
+            elif event == "start":
+                nodeid = str_(args[0])
+                if state["current"] is not None or nodeid in phases:
+                    flag(f"code under test started {nodeid} out of pytest's order")
+                state["current"] = nodeid
+                phases.setdefault(nodeid, {})
+            elif event == "record":
+                report = args[0]
+                nodeid, when = str_(report.nodeid), str_(report.when)
+                if nodeid != state["current"]:
+                    flag(f"code under test reported {nodeid} while pytest ran {state['current']}")
+                    return
+                if when == "call" or outcome_of(report) == "failed":
+                    base = nodeid.split("[", 1)[0]
+                    if base in canaries:
+                        check(f"at the report of {nodeid}")
+                    elif nodeid.split("::", 1)[0] in graded_files:
+                        check(f"at the report of {nodeid}", hot, hot_hooks)
+                p = phases.setdefault(nodeid, {})
+                outcome, before = outcome_of(report), p.get(when)
+                # a phase reported twice (subtests) keeps the worse: a later pass never hides a failure
+                p[when] = "failed" if "failed" in (before, outcome) else before or outcome
+            elif event == "end":
+                if state["current"] != str_(args[0]):
+                    flag(f"code under test ended {args[0]} while pytest ran {state['current']}")
+                state["current"] = None
+            elif event == "collect_error":
+                collect_errors.append(str_(args[0].nodeid))
+            elif event == "finish":
+                if state["finished"]:
+                    flag("code under test ended the session twice")
+                state["finished"] = True
+                finish(args[0], args[1], dict_(args[2]))
+        except BaseException_ as e:  # noqa: BLE001 (the run must not look clean because the vault failed)
+            flag(f"the report vault failed at {event}: {type_(e).__name__}: {str_(e)[:200]}")
+            if event == "finish":
+                raise
+
+    sys.addaudithook(vault)
+    audit("frog.vault.open")
+
 """The package's source folders (absolute): code compiled from there is the package's."""
 
 _selected = None
@@ -443,13 +671,14 @@ def _wanted_names(ids):
     return out
 
 
-def pytest_configure(config):
+# In a graded run each hook below hands what pytest gave it to the vault (_open_vault) as an audit event, through
+# the ``sys.audit`` bound when it was defined (a default argument, which pluggy does not count as a hook argument):
+# a package that rebinds this module's ``sys`` reaches none of them.
+
+def pytest_configure(config, _audit=sys.audit):
     global _selected, _repeat, _passes, _canaries, _wanted
-    if _seal is not None:  # this plugin's own hooks, as registered: they must stay the ones called
-        me = sys.modules[__name__]
-        for name in ("pytest_runtest_logreport", "pytest_sessionfinish", "pytest_collection_modifyitems"):
-            hook = getattr(config.pluginmanager.hook, name)
-            _seal_hooks.extend((hook, i, i.function) for i in hook.get_hookimpls() if i.plugin is me)
+    if _graded:
+        _audit("frog.vault.configure", config)
     _repeat = max(1, int(os.environ.get("FROG_REPEAT", "1") or 1))
     _passes[1:] = [{} for _ in range(_repeat - 1)]
     path = os.environ.get("FROG_SELECT")
@@ -482,8 +711,10 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = keep
 
 
-def pytest_collectreport(report):
+def pytest_collectreport(report, _audit=sys.audit):
     if report.failed:
+        if _graded:
+            _audit("frog.vault.collect_error", report)
         _collect_errors.append(report.nodeid)
         if os.environ.get("FROG_DETAILS"):
             _details.setdefault(report.nodeid, _detail(report, _exc_type_of(report)))
@@ -537,33 +768,20 @@ except ImportError:  # pragma: no cover (the plugin only loads inside pytest)
     pass
 
 
-_HOT = ("_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.main", "_pytest.skipping",
-        "_pytest.outcomes", "_pytest.nodes", "_pytest.fixtures", "_pytest.unittest", "_pytest.capture",
-        "_pytest.config", "pytest", "pluggy._hooks", "pluggy._callers", "pluggy._manager", "pluggy._result")
-"""The modules a report passes through: checked at each report of a graded test file's test."""
-_hot = [e for e in _seal or () if e[0] in _HOT or e[0].rsplit(".", 1)[0] in _HOT]
-_seal_files = frozenset(str(f) for f in (_guard or {}).get("files", ()))
+
+def pytest_runtest_logstart(nodeid, location, _audit=sys.audit):
+    if _graded:
+        _audit("frog.vault.start", nodeid)
 
 
-def _sealed(what, sealed=None):
-    """Record, once, that pytest's machinery was replaced (the report is then tampering: see _make_seal)."""
-    if _seal is None:
-        return
-    broken = _check_seal(_seal if sealed is None else sealed, _seal_hooks, _seal_roots)
-    if broken is not None:
-        message = f"code under test replaced {broken} (seen {what})"
-        if not any(m.startswith(f"code under test replaced {broken} ") for m in _seal_hits):
-            _seal_hits.append(message)
+def pytest_runtest_logfinish(nodeid, location, _audit=sys.audit):
+    if _graded:
+        _audit("frog.vault.end", nodeid)
 
 
-def pytest_runtest_logreport(report):
-    if _seal is not None and (report.when == "call" or report.failed):
-        # The whole seal at each canary, the modules a report passes through at each test of a graded file (a
-        # forged pass must be made there), everything again at the end. A full check costs about 0.5 ms.
-        if report.nodeid.split("[", 1)[0] in _canaries:
-            _sealed(f"at the report of {report.nodeid}")
-        elif report.nodeid.split("::", 1)[0] in _seal_files:
-            _sealed(f"at the report of {report.nodeid}", _hot)
+def pytest_runtest_logreport(report, _audit=sys.audit):
+    if _graded:
+        _audit("frog.vault.record", report)
     phases = _passes[_pass].setdefault(report.nodeid, {})
     outcome = report.outcome
     if hasattr(report, "wasxfail"):
@@ -586,9 +804,19 @@ def _status(phases):
     return "ERROR"
 
 
-def pytest_sessionfinish(session, exitstatus):
+def pytest_sessionfinish(session, exitstatus, _audit=sys.audit):
     path = os.environ.get("FROG_REPORT")
     if not path:
+        return
+    if _graded:  # the vault writes and signs the report from what it kept itself
+        extra = {}
+        if os.environ.get("FROG_DETAILS"):
+            extra["details"] = _details
+        if os.environ.get("FROG_MODULES"):
+            extra["modules"] = {n: str(getattr(m, "__file__", "") or "") for n, m in list(sys.modules.items())}
+        if _repeat > 1:
+            extra["passes"] = [{nodeid: _status(p) for nodeid, p in ps.items()} for ps in _passes]
+        _audit("frog.vault.finish", session, exitstatus, extra)
         return
     tests = {nodeid: _status(p) for nodeid, p in _phases.items()}
     tmp = path + ".tmp"
@@ -601,12 +829,16 @@ def pytest_sessionfinish(session, exitstatus):
             out["details"] = _details
         if os.environ.get("FROG_MODULES"):  # the grading server's preload list (a pristine tree only)
             out["modules"] = {n: str(getattr(m, "__file__", "") or "") for n, m in list(sys.modules.items())}
-        _sealed("at the end of the session")
-        if _guard or _seal_hits:
-            out["guard"] = list(_guard_hits) + list(_seal_hits)
+        if _guard:
+            out["guard"] = list(_guard_hits)
         if _repeat > 1:
             out["passes"] = [{nodeid: _status(p) for nodeid, p in ps.items()} for ps in _passes]
-        if _sign is not None:
-            out["signature"] = _sign(out)
         json.dump(out, f)
     os.replace(tmp, path)
+
+
+if _graded:  # last: every hook is defined, and nothing of the package under test has run yet
+    _open_vault(_read_key(_key_fifo), _guard, _guard_hits, _make_seal(), {
+        "configure": pytest_configure, "start": pytest_runtest_logstart, "record": pytest_runtest_logreport,
+        "end": pytest_runtest_logfinish, "collect_error": pytest_collectreport, "finish": pytest_sessionfinish,
+        "select": pytest_collection_modifyitems}, _selection())
