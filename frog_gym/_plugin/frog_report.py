@@ -382,7 +382,7 @@ _HOT_HOOKS = frozenset((
 
 # -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
 
-def _open_vault(key, guard, flags, sealed, ours, select):
+def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     """Keep a graded run's outcomes, the guard's and seal's findings, and the key, where code under test can't
     reach them: in the closure of an audit hook (PEP 578). Nothing in Python refers to an installed audit hook,
     and the ways to find one anyway (the garbage collector, ctypes) are refused by the guard; this module's
@@ -393,7 +393,9 @@ def _open_vault(key, guard, flags, sealed, ours, select):
     takes an event only from the hook function it expects, called on the main thread inside pytest's session with
     no frame of the package's (or of code compiled from a string) on the stack, and for the test pytest is running
     (between its ``logstart`` and ``logfinish``); anything else is recorded as tampering. A report given twice for
-    one phase keeps the worse outcome. At each report of a graded file's test (and fully at each canary and at the
+    one phase keeps the worse outcome. Before pytest calls a test, the vault checks that the test's function, its
+    ``runtest``, its class and the definition its module or class holds are not code the package made (a package
+    that swaps the test functions of the tests that call it for ones that do nothing passes them all). At each report of a graded file's test (and fully at each canary and at the
     end) it checks the seal: pytest's and pluggy's modules and classes, and every implementation of the hooks a
     report passes through (a plugin the package registered), using only what it bound when it was made (the
     builtins included: code under test may rebind those too). At the end it writes and signs the report itself,
@@ -416,6 +418,108 @@ def _open_vault(key, guard, flags, sealed, ours, select):
     dict_, frozenset_, BaseException_, TypeError_, ValueError_ = dict, frozenset, BaseException, TypeError, ValueError
     FunctionType, MethodType, partial = types.FunctionType, types.MethodType, functools.partial
     staticmethod_, classmethod_, property_ = staticmethod, classmethod, property
+    dict_items, mro_of, dict_of = dict.items, type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
+    getset_type, member_type = type(type.__dict__["__dict__"]), type(type(sys).__dict__["__dict__"])
+    module_type = type(sys)
+    trusted_namespaces = frozenset(id(type(sys).__dict__["__dict__"].__get__(m)) for m in list(sys.modules.values())
+                                   if type(m) is module_type)
+    str_type, int_type, float_type, bool_type, int_add, issubclass_ = str, int, float, bool, int.__add__, issubclass
+
+    # Code under test must never run inside the vault: its frames would lead to the vault's own (and to the
+    # key). So nothing here reads an object through Python-level dispatch it may have changed (a class's
+    # __getattribute__, a property, a metaclass, __eq__, __hash__, __str__): objects are told apart by exact type
+    # (``is``), their attributes read through the C descriptors their pytest or pluggy class had when the vault
+    # was made, and dictionaries walked item by item with exact str keys.
+    def reader(cls):
+        """A function reading an attribute of an exact ``cls`` instance without running Python code (None if absent)."""
+        inst_dict, slots = None, {}
+        for base in reversed(mro_of(cls)):
+            for name, d in dict_of(base).items():
+                if type_(name) is not str_type:
+                    continue
+                if name == "__dict__" and type_(d) is getset_type:
+                    inst_dict = d.__get__
+                elif type_(d) is member_type:
+                    slots[name] = d.__get__
+
+        def items(obj):
+            d = inst_dict(obj, cls) if inst_dict is not None else None
+            return [(k, v) for k, v in dict_items(d) if type_(k) is str_type] if type_(d) is dict_ else []
+
+        def read(obj, name):
+            get = slots.get(name)
+            if get is not None:
+                try:
+                    return get(obj, cls)
+                except AttributeError:
+                    return None
+            if inst_dict is None:
+                return None
+            d = inst_dict(obj, cls)
+            if type_(d) is not dict_:
+                return None
+            for k, v in dict_items(d):
+                if type_(k) is str_type and k == name:
+                    return v
+            return None
+        return read, items
+
+    def kind(*bases):
+        """The objects of these classes (pytest's or pluggy's, as loaded before any code under test) and of their
+        subclasses (read through the C descriptors their classes hold, whoever made them)."""
+        return {"bases": tuple_(b for b in bases if b is not None), "known": {}}
+
+    def lookup(obj, k):
+        t = type_(obj)
+        hit = k["known"].get(id_(t))
+        if hit is not None and hit[0] is t:
+            return hit
+        if any_(issubclass_(t, b) for b in k["bases"]):
+            hit = k["known"][id_(t)] = (t, *reader(t))
+            return hit
+        return None
+
+    modules = sys.modules
+    config_module, nodes, reports = modules["_pytest.config"], modules["_pytest.nodes"], modules["_pytest.reports"]
+    # pluggy as pytest holds it (a pristine copy where the package under test is pluggy itself): never imported
+    # here, where an import could run the package's own copy
+    plugin_manager = next(c for c in mro_of(config_module.PytestPluginManager) if c.__name__ == "PluginManager")
+    pluggy_globals = plugin_manager.__init__.__globals__
+    report_kind, item_kind = kind(reports.BaseReport), kind(nodes.Item)
+    node_kind, config_kind = kind(nodes.Node), kind(config_module.Config)
+    pm_kind = kind(plugin_manager)
+    relay_kind = kind(pluggy_globals.get("HookRelay") or pluggy_globals.get("_HookRelay"))
+    caller_kind = kind(pluggy_globals.get("HookCaller") or pluggy_globals.get("_HookCaller"))
+    impl_kind = kind(pluggy_globals.get("HookImpl"))
+
+    def field(obj, name, k, *want):
+        """``obj.name`` for an object of ``k``'s classes, if its value is exactly of a type in ``want`` (any type
+        without ``want``); else None."""
+        hit = lookup(obj, k)
+        if hit is None:
+            return None
+        v = hit[1](obj, name)
+        return v if not want or any_(type_(v) is w for w in want) else None
+
+    def instance_items(obj, k):
+        """The (exact str name, value) pairs of the instance dictionary of an object of ``k``'s classes (a hook
+        relay's hooks); else []."""
+        hit = lookup(obj, k)
+        return hit[2](obj) if hit is not None else []
+
+    def plain(x, depth=0):
+        """A copy of ``x`` made of exact JSON types only (anything else: None), for the C encoder."""
+        t = type_(x)
+        if x is None or t is str_type or t is int_type or t is float_type or t is bool_type:
+            return x
+        if depth > 8:
+            return None
+        if t is list_ or t is tuple_:
+            return [plain(v, depth + 1) for v in x]
+        if t is dict_:
+            return {k: plain(v, depth + 1) for k, v in dict_items(x) if type_(k) is str_type}
+        return None
+
     report_path = environ_get("FROG_REPORT", "")
     wrap_session = sys.modules["_pytest.main"].wrap_session.__code__
     codes = {event: f.__code__ for event, f in ours.items()}
@@ -433,7 +537,8 @@ def _open_vault(key, guard, flags, sealed, ours, select):
     phases = {}  # nodeid -> {when: outcome}, in report order
     collect_errors = []
     flagged = list_(flags)
-    arity = {"configure": 1, "start": 1, "record": 1, "end": 1, "collect_error": 1, "finish": 3}
+    arity = {"configure": 1, "start": 1, "call": 1, "record": 1, "end": 1, "collect_error": 1, "finish": 3}
+    module_dict = type(sys).__dict__["__dict__"].__get__
 
     def flag(message):
         if message not in flagged:
@@ -442,30 +547,41 @@ def _open_vault(key, guard, flags, sealed, ours, select):
     def under(name, roots):
         return any_(name == r or name.startswith(r + "/") for r in roots)
 
-    def package_file(name):
-        """Whether a code object's file is the package's source (not a test of it), or no file at all."""
-        return name.startswith("<") or under(name, code_roots) and not under(name, test_roots)
+    def package_code(name, namespace):
+        """Whether code of file ``name`` run in ``namespace`` (its globals) is the package's: its source (not its
+        tests), or compiled from a string (``<string>``) in a namespace that no module loaded before the vault
+        owns (a dataclass's generated methods live in their module's namespace, pytest's among them)."""
+        if name.startswith("<"):
+            return id_(namespace) not in trusted_namespaces
+        return under(name, code_roots) and not under(name, test_roots)
 
     def made(value, depth=0):
         """Whether ``value`` is code the package made: a function (unwrapped from methods, partials, properties)
         compiled from the package's source (not its tests) or from no file at all (``compile``/``exec`` of a
-        string), or a class or an instance of a class with such a function. A test tool's replacement
-        (freezegun's clock, a mock) comes from a library's file and is pytest's business."""
+        string), or a class, or an instance of a class, with such a function in its MRO's dictionaries. A test
+        tool's replacement (freezegun's clock, a mock) comes from a library's file and is pytest's business.
+        Exact types only, so that nothing of the package runs here."""
         for _ in range(8):
-            if isinstance_(value, (staticmethod_, classmethod_, MethodType)):
+            t = type_(value)
+            if t is staticmethod_ or t is classmethod_ or t is MethodType:
                 value = value.__func__
-            elif isinstance_(value, partial):
+            elif t is partial:
                 value = value.func
-            elif isinstance_(value, property_):
+            elif t is property_:
                 value = value.fget
             else:
                 break
-        if isinstance_(value, FunctionType):
-            return package_file(value.__code__.co_filename)
+        t = type_(value)
+        if t is FunctionType:
+            return package_code(value.__code__.co_filename, value.__globals__)
         if depth < 2:
-            cls = value if isinstance_(value, type_) else type_(value)
-            if cls.__module__ not in ("builtins",):
-                return any_(made(v, depth + 1) for v in list_(vars_(cls).values()))
+            cls = value if issubclass_(t, type_) else t
+            for base in mro_of(cls):
+                if base is object:
+                    continue
+                for v in list_(dict_of(base).values()):
+                    if made(v, depth + 1):
+                        return True
         return False
 
     def broken_seal(entries, hooks):
@@ -477,18 +593,22 @@ def _open_vault(key, guard, flags, sealed, ours, select):
                 now = get(k)
                 if now is not v and made(now):
                     return f"replaced {where}.{k}"
-        for hook, impl, function in state["ours"]:
-            if impl.function is not function or impl not in hook.get_hookimpls():
-                return f"replaced the report plugin's {hook.name}"
-        pm = state["pm"]
-        if pm is not None:
-            for name, caller in list_(vars_(pm.hook).items()):
+        for name, caller, impl, function in state["ours"]:
+            impls = field(caller, "_hookimpls", caller_kind, list_)
+            if field(impl, "function", impl_kind) is not function or not any_(i is impl for i in impls or ()):
+                return f"replaced the report plugin's {name}"
+        if state["pm"] is not None:
+            relay = field(state["pm"], "hook", pm_kind)
+            if lookup(relay, relay_kind) is None:
+                return "replaced pytest's hook relay"
+            for name, caller in instance_items(relay, relay_kind):
                 if hooks is not None and name not in hooks:
                     continue
-                if made(caller):
+                impls = field(caller, "_hookimpls", caller_kind, list_)
+                if impls is None:
                     return f"replaced pytest's hook {name}"
-                for impl in caller.get_hookimpls():
-                    if made(impl.function):
+                for impl in impls:
+                    if made(field(impl, "function", impl_kind)):
                         return f"registered a pytest plugin of its own ({name})"
         return None
 
@@ -510,14 +630,15 @@ def _open_vault(key, guard, flags, sealed, ours, select):
             code = f.f_code
             if code is wrap_session:
                 return True
-            if package_file(code.co_filename):
+            if package_code(code.co_filename, f.f_globals):
                 return False
             f = f.f_back
         return False
 
     def outcome_of(report):
-        outcome = str_(report.outcome)
-        if hasattr_(report, "wasxfail"):
+        """A report's outcome as this plugin records it (``xfail``/``xpass`` for an expected failure), or None."""
+        outcome = field(report, "outcome", report_kind, str_type)
+        if outcome is not None and field(report, "wasxfail", report_kind) is not None:
             outcome = "xfail" if outcome == "skipped" else "xpass"
         return outcome
 
@@ -545,26 +666,47 @@ def _open_vault(key, guard, flags, sealed, ours, select):
     def finish(session, exitstatus, extra):
         check("at the end of the session")
         t = times()
-        out = {"exitstatus": int_(exitstatus), "tests": {n: status(p) for n, p in phases.items()},
-               "collect_errors": list_(collect_errors),
-               "collected": int_(getattr_(session, "testscollected", 0) or 0),
+        collected = field(session, "testscollected", node_kind, int_type)
+        out = {"exitstatus": int_add(exitstatus, 0) if issubclass_(type_(exitstatus), int_type) else -1,
+               "tests": {n: status(p) for n, p in dict_items(phases)},
+               "collect_errors": list_(collect_errors), "collected": collected or 0,
                "cpu_seconds": round_(t.user + t.system + t.children_user + t.children_system, 3)}
+        extra = plain(extra)
         for k in ("details", "modules", "passes"):  # informative only: nothing grading scores
-            if k in extra:
+            if type_(extra) is dict_ and k in extra:
                 out[k] = extra[k]
         if guard or flagged:
             out["guard"] = list_(flagged)
-        try:
-            text = dumps(out)
-        except (TypeError_, ValueError_):
-            for k in ("details", "modules", "passes"):
-                out.pop(k, None)
-            text = dumps(out)
+        text = dumps(out)
         out["signature"] = hmac_digest(key, text.encode(), "sha256").hex()
         tmp = report_path + ".tmp"
         with open_(tmp, "w", encoding="utf-8") as f:
             f.write(dumps(out))
         replace(tmp, report_path)
+
+    def test_function_replaced(item):
+        """What of ``item`` (a test pytest is about to call) code the package made has replaced, or None: the
+        test's function (``item.obj``), its ``runtest``, its class, the function or method its parent holds."""
+        if made(type_(item)):
+            return "its class"
+        if field(item, "runtest", item_kind) is not None:
+            return "its runtest"
+        if made(field(item, "_obj", item_kind)):
+            return "its function"
+        parent = field(item, "parent", item_kind)
+        holder = field(parent, "_obj", node_kind)
+        name = field(item, "originalname", item_kind, str_type) or field(item, "name", item_kind, str_type)
+        if holder is not None and name is not None:
+            if type_(holder) is type_(sys):  # a test module: its namespace, item by item
+                found = [v for k, v in dict_items(module_dict(holder)) if type_(k) is str_type and k == name]
+            elif issubclass_(type_(holder), type_):  # a test class: its MRO's dictionaries
+                found = [v for base in mro_of(holder) for k, v in dict_of(base).items()
+                         if type_(k) is str_type and k == name][:1]
+            else:
+                found = []
+            if any_(made(v) for v in found):
+                return "its definition"
+        return None
 
     def vault(event, args):
         if not event.startswith("frog.vault."):
@@ -573,7 +715,7 @@ def _open_vault(key, guard, flags, sealed, ours, select):
             return
         event = event[11:]
         if event == "flag":  # anyone may add a finding: it can only cost the run its grade
-            if args and isinstance_(args[0], str_):
+            if args and type_(args[0]) is str_type:
                 flag(args[0])
             return
         if event == "open":
@@ -587,55 +729,75 @@ def _open_vault(key, guard, flags, sealed, ours, select):
                 check(f"at the {event} event pytest did not raise")  # and name what it replaced, if it did
                 return
             if event == "configure":
-                pm = args[0].pluginmanager
+                pm = field(args[0], "pluginmanager", config_kind)
+                relay = field(pm, "hook", pm_kind)
+                if lookup(relay, relay_kind) is None:
+                    flag("code under test replaced pytest's plugin manager before it was configured")
+                    return
                 state["pm"] = pm
-                for name, function in hooks_of.items():
-                    hook = getattr_(pm.hook, name, None)
-                    if hook is not None:
-                        state["ours"].extend((hook, i, i.function) for i in hook.get_hookimpls()
-                                             if i.plugin is me and i.function is function)
+                for name, caller in instance_items(relay, relay_kind):
+                    function = hooks_of.get(name)
+                    for impl in field(caller, "_hookimpls", caller_kind, list_) or ():
+                        if function is not None and field(impl, "function", impl_kind) is function \
+                                and field(impl, "plugin", impl_kind) is me:
+                            state["ours"].append((name, caller, impl, function))
             elif event == "start":
-                nodeid = str_(args[0])
-                if state["current"] is not None or nodeid in phases:
-                    flag(f"code under test started {nodeid} out of pytest's order")
+                nodeid = args[0]
+                if type_(nodeid) is not str_type or state["current"] is not None or nodeid in phases:
+                    flag(f"code under test started {nodeid if type_(nodeid) is str_type else 'a test'} out of "
+                         "pytest's order")
+                    return
                 state["current"] = nodeid
-                phases.setdefault(nodeid, {})
+                phases[nodeid] = {}
+            elif event == "call":
+                item = args[0]
+                nodeid = field(item, "_nodeid", node_kind, str_type)
+                if nodeid is None or nodeid != state["current"]:
+                    flag(f"code under test ran a test while pytest ran {state['current']}")
+                    return
+                what = test_function_replaced(item)
+                if what is not None:
+                    flag(f"code under test replaced the test function of {nodeid} ({what})")
             elif event == "record":
                 report = args[0]
-                nodeid, when = str_(report.nodeid), str_(report.when)
+                nodeid = field(report, "nodeid", report_kind, str_type)
+                when = field(report, "when", report_kind, str_type)
+                outcome = outcome_of(report)
+                if nodeid is None or when is None or outcome is None:
+                    flag("code under test handed the report plugin a report that is not pytest's")
+                    return
                 if nodeid != state["current"]:
                     flag(f"code under test reported {nodeid} while pytest ran {state['current']}")
                     return
-                if when == "call" or outcome_of(report) == "failed":
-                    base = nodeid.split("[", 1)[0]
-                    if base in canaries:
+                if when == "call" or outcome == "failed":
+                    if nodeid.split("[", 1)[0] in canaries:
                         check(f"at the report of {nodeid}")
                     elif nodeid.split("::", 1)[0] in graded_files:
                         check(f"at the report of {nodeid}", hot, hot_hooks)
-                p = phases.setdefault(nodeid, {})
-                outcome, before = outcome_of(report), p.get(when)
+                p = phases[nodeid]
+                before = p.get(when)
                 # a phase reported twice (subtests) keeps the worse: a later pass never hides a failure
                 p[when] = "failed" if "failed" in (before, outcome) else before or outcome
             elif event == "end":
-                if state["current"] != str_(args[0]):
-                    flag(f"code under test ended {args[0]} while pytest ran {state['current']}")
+                if type_(args[0]) is not str_type or state["current"] != args[0]:
+                    flag(f"code under test ended a test while pytest ran {state['current']}")
                 state["current"] = None
             elif event == "collect_error":
-                collect_errors.append(str_(args[0].nodeid))
+                nodeid = field(args[0], "nodeid", report_kind, str_type)
+                collect_errors.append(nodeid if nodeid is not None else "<not pytest's report>")
             elif event == "finish":
                 if state["finished"]:
                     flag("code under test ended the session twice")
                 state["finished"] = True
-                finish(args[0], args[1], dict_(args[2]))
+                finish(args[0], args[1], args[2])
         except BaseException_ as e:  # noqa: BLE001 (the run must not look clean because the vault failed)
-            flag(f"the report vault failed at {event}: {type_(e).__name__}: {str_(e)[:200]}")
+            flag(f"the report vault failed at {event}: {type_(e).__name__}")
             if event == "finish":
                 raise
 
+    key = _read_key(key_fifo)  # last: nothing above may run code of the package, with the key in a frame
     sys.addaudithook(vault)
     audit("frog.vault.open")
-
-"""The package's source folders (absolute): code compiled from there is the package's."""
 
 _selected = None
 _wanted = None
@@ -749,6 +911,11 @@ try:
             exc = call.excinfo.typename if call.excinfo is not None else _exc_type_of(report)
             _details[item.nodeid] = _detail(report, exc)
     @_pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(item, _audit=sys.audit):
+        if _graded:  # the vault checks that the test about to run is the one collected
+            _audit("frog.vault.call", item)
+
+    @_pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(item, nextitem):
         global _pass
         if _repeat <= 1:
@@ -838,7 +1005,8 @@ def pytest_sessionfinish(session, exitstatus, _audit=sys.audit):
 
 
 if _graded:  # last: every hook is defined, and nothing of the package under test has run yet
-    _open_vault(_read_key(_key_fifo), _guard, _guard_hits, _make_seal(), {
+    _open_vault(_key_fifo, _guard, _guard_hits, _make_seal(), {
         "configure": pytest_configure, "start": pytest_runtest_logstart, "record": pytest_runtest_logreport,
         "end": pytest_runtest_logfinish, "collect_error": pytest_collectreport, "finish": pytest_sessionfinish,
+        "call": pytest_runtest_call,
         "select": pytest_collection_modifyitems}, _selection())
