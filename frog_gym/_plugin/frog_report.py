@@ -642,7 +642,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
             outcome = "xfail" if outcome == "skipped" else "xpass"
         return outcome
 
-    def status(p):
+    def status(p):  # _status's rule, a copy of its own: the vault calls no function code under test could rewrite
         setup, call, teardown = p.get("setup"), p.get("call"), p.get("teardown")
         if setup == "failed" or teardown == "failed":
             return "ERROR"
