@@ -486,6 +486,8 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     plugin_manager = next(c for c in mro_of(config_module.PytestPluginManager) if c.__name__ == "PluginManager")
     pluggy_globals = plugin_manager.__init__.__globals__
     report_kind, item_kind = kind(reports.BaseReport), kind(nodes.Item)
+    pytest_items = tuple_(v for m in ("_pytest.python", "_pytest.unittest", "_pytest.doctest") if m in modules
+                          for v in list_(vars_(modules[m]).values()) if isinstance_(v, type_) and issubclass_(v, nodes.Item))
     node_kind, config_kind = kind(nodes.Node), kind(config_module.Config)
     pm_kind = kind(plugin_manager)
     relay_kind = kind(pluggy_globals.get("HookRelay") or pluggy_globals.get("_HookRelay"))
@@ -537,6 +539,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     phases = {}  # nodeid -> {when: outcome}, in report order
     collect_errors = []
     flagged = list_(flags)
+    cleared = {}  # id -> code object of the frames already found not to be the package's (on pytest's stacks)
     arity = {"configure": 1, "start": 1, "call": 1, "record": 1, "end": 1, "collect_error": 1, "finish": 3}
     module_dict = type(sys).__dict__["__dict__"].__get__
 
@@ -630,8 +633,11 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
             code = f.f_code
             if code is wrap_session:
                 return True
-            if package_code(code.co_filename, f.f_globals):
-                return False
+            if cleared.get(id_(code)) is not code:  # held here, so that its id is never another's
+                if package_code(code.co_filename, f.f_globals):
+                    return False
+                if not code.co_filename.startswith("<"):  # a file's code is judged by its file alone
+                    cleared[id_(code)] = code
             f = f.f_back
         return False
 
@@ -687,7 +693,8 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     def test_function_replaced(item):
         """What of ``item`` (a test pytest is about to call) code the package made has replaced, or None: the
         test's function (``item.obj``), its ``runtest``, its class, the function or method its parent holds."""
-        if made(type_(item)):
+        t = type_(item)  # pytest's own item classes are sealed; any other is read whole
+        if not any_(t is c for c in pytest_items) and made(t):
             return "its class"
         if field(item, "runtest", item_kind) is not None:
             return "its runtest"
