@@ -413,9 +413,9 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     audit, getframe, get_ident, main_thread = sys.audit, sys._getframe, _thread.get_ident, _thread.get_ident()
     hmac_digest, make_encoder, encode_ascii = _hashlib.hmac_digest, _json.make_encoder, _json.encode_basestring_ascii
     open_, replace, times, environ_get = open, os.replace, os.times, os.environ.get
-    isinstance_, getattr_, hasattr_, vars_, list_, tuple_, len_, str_, int_, round_, sorted_, any_, type_ = (
-        isinstance, getattr, hasattr, vars, list, tuple, len, str, int, round, sorted, any, type)
-    dict_, frozenset_, BaseException_, TypeError_, ValueError_ = dict, frozenset, BaseException, TypeError, ValueError
+    isinstance_, vars_, list_, tuple_, len_, str_, round_, any_, type_ = (
+        isinstance, vars, list, tuple, len, str, round, any, type)
+    dict_, frozenset_, BaseException_, TypeError_ = dict, frozenset, BaseException, TypeError
     FunctionType, MethodType, partial = types.FunctionType, types.MethodType, functools.partial
     staticmethod_, classmethod_, property_ = staticmethod, classmethod, property
     dict_items, mro_of, dict_of = dict.items, type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
