@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import html
 import json
-import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
 from importlib import resources
@@ -362,16 +361,23 @@ def render(results: list[EpisodeResult], out: Path) -> list[Table]:
     ``results`` into ``out``."""
     tables = board(results) if results else []
     plots = out / "plots"
-    if plots.exists():
-        shutil.rmtree(plots)
+    draw = can_plot()
+    if draw and plots.is_dir():  # only a renderer that can draw again drops the plots of harnesses now gone
+        keep = {f"{t.fingerprint}.png" for t in tables}
+        for old in plots.glob("*.png"):
+            if old.name not in keep:
+                old.unlink()
     md = [_HEADER]
     body_html = []
     if not tables:
         md.append("\nNo results yet. Run `frog-gym bench --agent apr --suite first` and "
                   "`frog-gym leaderboard --add runs/apr-first`.\n")
-    draw = can_plot()
     for t in tables:
-        rel = plot(t, plots / f"{t.fingerprint}.png").relative_to(out).as_posix() if draw else ""
+        png = plots / f"{t.fingerprint}.png"
+        if draw:
+            plot(t, png)
+        # Without matplotlib an earlier plot stays and stays linked (it may predate the newest rows); none is deleted.
+        rel = png.relative_to(out).as_posix() if png.is_file() else ""
         head, rows = _main_rows(t)
         tier_head, tier_rows = _breakdown(t, "tiers")
         repo_head, repo_rows = _breakdown(t, "repos")

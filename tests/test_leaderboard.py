@@ -172,6 +172,25 @@ def test_cli_without_matplotlib_shows_the_table_and_writes_no_plot(tmp_path):
     assert "pip install 'frog-gym[plot]'" in (tmp_path / "lb" / "README.md").read_text()
 
 
+def test_rendering_without_matplotlib_keeps_and_links_the_plots_already_drawn(tmp_path):
+    rs = [ep("t1", resolved=True), ep("t2")]
+    (table_,) = render(rs, tmp_path)
+    png = tmp_path / "plots" / f"{table_.fingerprint}.png"
+    drawn = png.read_bytes()
+    stale = tmp_path / "plots" / "0000000000000000.png"
+    stale.write_bytes(drawn)
+    blocked = ("import sys, json, pathlib; sys.modules['matplotlib'] = None; "
+               "from frog_gym.harness import EpisodeResult; from frog_gym.leaderboard.render import render; "
+               "rs = [EpisodeResult.from_dict(json.loads(x)) for x in sys.argv[2:]]; render(rs, pathlib.Path(sys.argv[1]))")
+    proc = subprocess.run([sys.executable, "-c", blocked, str(tmp_path), *(json.dumps(r.to_dict()) for r in rs)],
+                          check=False, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert png.read_bytes() == drawn and stale.exists()  # nothing drawn is deleted by a renderer that can't redraw
+    assert f"](plots/{table_.fingerprint}.png)" in (tmp_path / "README.md").read_text()
+    render(rs, tmp_path)  # one that can draw drops only the plots of harnesses no longer shown
+    assert png.exists() and not stale.exists()
+
+
 def test_froglive_results_get_their_own_tables_after_the_others(tmp_path):
     live = [dataclasses.replace(ep(f"l{i}", fp="live1", repo="semver", resolved=i == 0),
                                 harness={"suite": "live", "suite_version": "1", "n_tasks": 3}) for i in range(3)]
