@@ -29,6 +29,7 @@ import concurrent.futures as cf
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 import threading
 import time
@@ -187,6 +188,7 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
     label = label or agent
     check_agent(agent, opts)  # fail fast on an unknown agent or a bad option, before any episode
     out = Path(out)
+    made = not out.exists()
     _check_run_dir(out, spec, agent, opts, label)
     fp = spec.fingerprint()
     done = {(r.task_id, r.sample) for r in load_results(out)
@@ -250,6 +252,11 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
             pool.shutdown(wait=True)
     except KeyboardInterrupt:
         summary.interrupted = True
+    except BaseException:
+        if made and summary.finished == 0:  # a start that failed leaves no run folder behind
+            results_file.close()
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     finally:
         if ray_pool is not None:
             ray_pool.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from frog_gym import __version__
@@ -40,6 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"frog-gym {args.command}: interrupted", file=sys.stderr)
         return 130
+    except OSError as e:  # a path the command could not use: one line that names it, never a traceback
+        if e.filename is None or os.environ.get("FROG_GYM_DEBUG"):
+            raise
+        print(f"frog-gym {args.command}: error: cannot use {e.filename}: {e.strerror}. Check the path and its "
+              "permissions (FROG_GYM_DEBUG=1 shows the traceback).", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frog_gym.errors import UnknownNameError
+from frog_gym.errors import UnknownNameError, UsageError
 from frog_gym.task import Task, load_task, task_index
 
 TIERS = ("easy", "medium", "hard")
@@ -186,12 +186,13 @@ def resolve(suite: str) -> Suite:
     path = Path(suite)
     if "," in suite or suite in task_index():  # ids first: a long list of ids is no file name
         ids, name = suite.split(","), "custom"
-    elif suite.endswith(".txt") or _is_file(path):
+    elif suite.endswith(".txt") or "/" in suite or _is_file(path):
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            raise UnknownNameError("suite", suite, SUITES, "Give a suite name, comma-separated task ids, or a "
-                                   "file of task ids; see `frog-gym suites`.") from None
+        except OSError as e:
+            raise UsageError(f"Cannot read the suite file {suite}: {e.strerror}. Give a file of task ids (one a "
+                             "line; `frog-gym tasks --unmeasured AGENT` writes one), a suite name or comma-separated "
+                             "task ids; see `frog-gym suites`.") from None
         ids = [ln.split("#", 1)[0].strip() for ln in lines]
         name = path.stem
     else:

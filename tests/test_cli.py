@@ -114,3 +114,35 @@ def test_generate_harden_with_a_negative_count(capsys):
     assert main(["generate", "toolz", "--harden", "-1"]) == 2
     err = capsys.readouterr().err
     assert err.strip() == "frog-gym generate: --harden must be >= 0, got -1" and "Traceback" not in err
+
+
+@pytest.fixture
+def a_file(tmp_path):
+    f = tmp_path / "a-file"
+    f.write_text("not a folder\n")
+    return f
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["export", "--format", "swebench", "{f}/x/out.jsonl", "--repo", "inflection"], "OUT: cannot write {f}/x/out.jsonl: {f} is a file, not a folder"),
+    (["export", "--format", "hf", "{f}/x", "--repo", "inflection"], "OUT: cannot write {f}/x: {f} is a file, not a folder"),
+    (["export", "--format", "swebench", "{f}/out.jsonl", "--repo", "inflection"], "OUT: cannot write {f}/out.jsonl: {f} is a file"),
+    (["bench", "--agent", "noop", "--suite", "first", "--out", "{f}/run"], "--out: cannot write {f}/run: {f} is a file, not a folder"),
+    (["bench", "--agent", "noop", "--suite", "{f}.missing/ids.txt", "--out", "{d}/run"], "Cannot read the suite file {f}.missing/ids.txt: No such file or directory"),
+    (["bench", "--agent", "nosuch", "--suite", "first", "--out", "{d}/run"], "Unknown agent 'nosuch'"),
+])
+def test_unusable_paths_are_one_line_before_anything_is_made(argv, says, a_file, tmp_path, capsys):
+    fill = {"f": str(a_file), "d": str(tmp_path)}
+    assert main([a.format(**fill) for a in argv]) in (1, 2)
+    err = one_line_error(capsys)
+    assert says.format(**fill) in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # no run folder, no partial output
+
+
+def test_an_unusable_cache_folder_is_one_line(a_file, capsys, monkeypatch):
+    monkeypatch.setenv("FROG_GYM_HOME", str(a_file / "home"))
+    assert main(["bench", "--agent", "noop", "--suite", "first", "--out", str(a_file.parent / "run"),
+                 "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"Cannot create $FROG_GYM_HOME {a_file / 'home'}: Not a directory. Set FROG_GYM_HOME" in err
+    assert not (a_file.parent / "run").exists()  # the failed start left no run folder

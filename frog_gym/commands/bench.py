@@ -14,7 +14,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent-opt", action="append", default=[], metavar="KEY=VALUE",
                    help="an agent option (repeatable), e.g. --agent-opt model=qwen2.5-coder")
     p.add_argument("--suite", default="smoke",
-                   help="smoke, lite, full, live, live@DATE (see `frog-gym suites`), comma-separated task ids, or a file of ids")
+                   help="first, smoke, lite, full, live, live@DATE (see `frog-gym suites`), comma-separated task ids, or a file of ids")
     p.add_argument("--harness", metavar="FILE",
                    help="a harness TOML to run under (default: the standard harness for --suite)")
     p.add_argument("--write-harness", metavar="FILE", help="write the harness TOML and exit")
@@ -61,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
     opts = parse_options(args.agent_opt)
     label = args.label or args.agent
     out = args.out or f"runs/{label.replace(':', '_').replace('/', '_')}-{spec.suite}"
+    from frog_gym.agents.registry import check_agent
+    from frog_gym.paths import check_writable
+
+    check_agent(args.agent, opts)  # every refusal comes before the header line, and before the run folder exists
+    check_writable(out, "--out")
     print(f"frog-gym bench: agent {label} on suite {spec.suite} ({len(spec.tasks)} tasks x "
           f"{spec.samples_per_task} samples), harness {spec.fingerprint()}, {args.workers} worker(s){' on Ray ' + args.ray if args.ray else ''}, out {out}",
           file=sys.stderr)

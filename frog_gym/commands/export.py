@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "Export registered tasks: --format swebench OUT.jsonl, or --format hf OUT_DIR (parquet; the 'hf' extra)."
+HELP = "Export registered tasks: --format swebench OUT.jsonl, or --format hf OUT_DIR (a `datasets` save_to_disk folder; the 'hf' extra)."
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -18,6 +18,7 @@ def run(args: argparse.Namespace) -> int:
 
     from frog_gym.errors import UsageError, did_you_mean
     from frog_gym.generators import interop
+    from frog_gym.paths import check_writable
     from frog_gym.spec import repo_names
 
     for r in args.repo or ():
@@ -27,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "swebench" and Path(args.out).is_dir():
         raise UsageError(f"{args.out} is a folder; `export --format swebench` writes one JSONL file: "
                          "give a file name, or use --format hf for a folder.")
+    check_writable(args.out, "OUT")
     tasks = interop.registered_tasks()
     if args.repo:
         tasks = [t for t in tasks if t.repo in set(args.repo)]
