@@ -146,3 +146,12 @@ def test_an_unusable_cache_folder_is_one_line(a_file, capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert f"Cannot create $FROG_GYM_HOME {a_file / 'home'}: Not a directory. Set FROG_GYM_HOME" in err
     assert not (a_file.parent / "run").exists()  # the failed start left no run folder
+
+
+def test_the_demo_is_a_sensible_episode_under_hidden_tests(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    steps = out.split("step ")
+    assert "Capital" in steps[1] and "capital" in steps[4]  # the statement's reproduction, before and after the fix
+    assert "ERROR" not in out and "not found" not in out  # it never runs the hidden tests by name
+    assert "RESOLVED_FULL  reward=1.0" in out

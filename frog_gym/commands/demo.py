@@ -9,7 +9,7 @@ HELP = "Run a scripted episode on a real task and print the transcript (the READ
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--task", default="inflection__handwritten-0001", help="task id (see `frog-gym tasks`)")
+    p.add_argument("--task", default="inflection__handwritten-0002", help="task id (see `frog-gym tasks`)")
 
 
 def _show(title: str, text: str, limit: int = 1800) -> None:
@@ -31,12 +31,12 @@ def run(args: argparse.Namespace) -> int:
     obs, info = env.reset(seed=0)
     _show("prompt", obs)
     path, old, new = hunks(task.patch)[0]
-    test = task.FAIL_TO_PASS[0].split("[")[0]
+    check = _check_command(task)
     script = [
-        {"tool": "bash", "command": f"python -m pytest -q -p no:cacheprovider '{test}' 2>&1 | tail -n 15"},
+        {"tool": "bash", "command": check},
         {"tool": "view", "path": path},
         {"tool": "str_replace", "path": path, "old_str": old, "new_str": new},
-        {"tool": "bash", "command": f"python -m pytest -q -p no:cacheprovider '{test}' 2>&1 | tail -n 3"},
+        {"tool": "bash", "command": check},
         {"tool": "submit"},
     ]
     reward = 0.0
@@ -54,3 +54,16 @@ def run(args: argparse.Namespace) -> int:
           f"grading {report.get('seconds', 0):.1f} s")
     env.close()
     return 0 if reward == 1.0 else 1
+
+
+def _check_command(task) -> str:
+    """What an agent runs to see the bug, with the FAIL_TO_PASS tests hidden: the statement's reproduction
+    (its first ``python`` block), else the visible tests of the file the hidden ones belong to."""
+    import re
+    import shlex
+
+    block = re.search(r"```python\n(.*?)```", task.problem_statement, re.S)
+    if block:
+        return f"python - <<'EOF'\n{block.group(1).rstrip()}\nEOF"
+    test_file = task.FAIL_TO_PASS[0].split("::")[0]
+    return f"python -m pytest -q -p no:cacheprovider {shlex.quote(test_file)} 2>&1 | tail -n 5"
