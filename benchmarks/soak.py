@@ -29,9 +29,18 @@ from frog_gym import paths
 from frog_gym.sandbox import cgroups, owner
 from frog_gym.sandbox.base import Limits
 
-TASKS = ["inflection__handwritten-0001", "cachetools__handwritten-0003", "iniconfig__arithmetic_op_swap-3e9569c7",
-         "itsdangerous__arithmetic_op_swap-bd428bd9", "markupsafe__arithmetic_op_swap-3994b23f",
-         "six__changed_default_arg-2d13d0c3", "parse__arithmetic_op_swap-96198ed1"]
+SOAK_REPOS = ("inflection", "cachetools", "iniconfig", "itsdangerous", "markupsafe", "six", "parse")
+"""Small, quick repositories; the soak takes the first task of each as the registry stands today."""
+
+
+def soak_tasks() -> list[str]:
+    """One task per repository of :data:`SOAK_REPOS` (the first id in sorted order), read from the registry."""
+    from frog_gym.task import task_index
+
+    ids = sorted(task_index())
+    return [next(i for i in ids if i.startswith(f"{repo}__")) for repo in SOAK_REPOS]
+
+
 LIMITS = Limits(command_timeout=3, disk_bytes=64 << 20, sandbox_memory_bytes=512 << 20, max_processes=128)
 
 HOSTILE = [
@@ -79,8 +88,8 @@ def owned() -> dict[str, int]:
     return {"processes": procs, "cgroups": cgs, "work_folders": folders, "host_mounts": mounts}
 
 
-def episode(env, rng: random.Random, ep: int) -> str:
-    env.reset(options={"task_id": TASKS[ep % len(TASKS)]})
+def episode(env, rng: random.Random, ep: int, tasks: list[str]) -> str:
+    env.reset(options={"task_id": tasks[ep % len(tasks)]})
     for _ in range(rng.randint(1, 4)):
         kind = rng.random()
         if kind < 0.2:
@@ -119,6 +128,7 @@ def main() -> None:
     ends: dict[str, int] = {}
     env = None
     done = 0
+    tasks = soak_tasks()
     for ep in range(args.episodes):
         if args.max_minutes is not None and time.monotonic() - start > args.max_minutes * 60:
             break
@@ -126,9 +136,9 @@ def main() -> None:
         if env is None or ep % args.recycle == 0:
             if env is not None:
                 env.close()
-            env = gym.make("FrogSWE-v0", task_ids=TASKS, limits=LIMITS, max_steps=6).unwrapped
+            env = gym.make("FrogSWE-v0", task_ids=tasks, limits=LIMITS, max_steps=6).unwrapped
             env.action_space.seed(env_space_seed + ep)
-        end = episode(env, rng, ep)
+        end = episode(env, rng, ep, tasks)
         ends[end] = ends.get(end, 0) + 1
         if ep % 10 == 0:
             now = owned()
