@@ -711,10 +711,42 @@ def _combine(pool: _Pool, repo: PreparedRepo, cmap: coverage_map.CoverageMap, pa
 
 
 def _bar(progress: bool, name: str, total: int, initial: int) -> Any:
+    """A progress bar on a terminal; elsewhere (a pipe, a log file, a terminal that reports no width), where a bar's
+    carriage returns would show nothing until the last line, one plain line per task."""
     from tqdm import tqdm
 
+    if progress and not _terminal_width():
+        return _Lines(name, total, min(initial, total))
     return tqdm(total=total, initial=min(initial, total), desc=f"{name:>16}", unit="task", disable=not progress,
                 file=sys.stderr, dynamic_ncols=True, mininterval=2.0)
+
+
+def _terminal_width() -> int:
+    """The width of the terminal on stderr; 0 when stderr is not one or it reports no width."""
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns if sys.stderr.isatty() else 0
+    except (OSError, ValueError, AttributeError):
+        return 0
+
+
+class _Lines:
+    """The progress bar's interface as plain lines on stderr: ``NAME: k/total tasks (s)``."""
+
+    def __init__(self, name: str, total: int, initial: int):
+        self.name, self.total, self.n, self.start = name, total, initial, time.monotonic()
+        self.postfix = "tried 0"
+        print(f"{name}: {self.n}/{total} tasks", file=sys.stderr, flush=True)
+
+    def update(self, k: int = 1) -> None:
+        self.n += k
+        print(f"{self.name}: {self.n}/{self.total} tasks ({time.monotonic() - self.start:.0f} s, {self.postfix})",
+              file=sys.stderr, flush=True)
+
+    def set_postfix_str(self, text: str) -> None:
+        self.postfix = text
+
+    def close(self) -> None:
+        pass
 
 
 # ---- re-grading registered tasks ------------------------------------------------------------------

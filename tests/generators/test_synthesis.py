@@ -368,3 +368,15 @@ def test_harden_pairs_a_hard_bug_with_an_easy_one_and_retires_the_easy_single(fi
     assert not dedupe.violations(after) and not retire_paired(after)
     symbols, pkgs = symbols_of(spec, repo.tree)
     assert not problems(c["problem_statement"], c["FAIL_TO_PASS"], c["bug_patch"], symbols, set(pkgs))
+
+
+def test_progress_off_a_terminal_is_one_plain_line_per_task():
+    import subprocess
+    import sys
+
+    code = ("from frog_gym.generators.synthesis import _bar; b = _bar(True, 'demo', 3, 1); "
+            "b.set_postfix_str('tried 7'); b.update(1); b.update(1); b.close()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert proc.stderr.splitlines()[0] == "demo: 1/3 tasks"
+    assert [ln.split(" (")[0] for ln in proc.stderr.splitlines()[1:]] == ["demo: 2/3 tasks", "demo: 3/3 tasks"]
+    assert "\r" not in proc.stderr and "tried 7" in proc.stderr
