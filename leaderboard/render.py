@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 from collections import defaultdict
@@ -230,9 +231,26 @@ def _version(v: Any) -> str:
     return f"v{v}" if str(v)[:1].isdigit() else str(v)
 
 
+@functools.lru_cache(maxsize=None)
+def _suite_size_today(name: str) -> int | None:
+    """How many tasks the registry's suite ``name`` has today (None for an ad-hoc or unknown suite)."""
+    from frog_gym.errors import FrogGymError
+    from frog_gym.suites import SUITES, resolve
+
+    if name not in SUITES:
+        return None
+    try:
+        return len(resolve(name).tasks)
+    except FrogGymError:
+        return None
+
+
 def _harness_line(t: Table) -> str:
     h = t.harness
-    return (f"suite `{h.get('suite')}` {_version(h.get('suite_version'))} ({h.get('n_tasks')} tasks), "
+    today = _suite_size_today(str(h.get("suite")))
+    was = (f"; the suite has {today} today: these results are on an earlier version of it"
+           if today is not None and h.get("n_tasks") is not None and today != h.get("n_tasks") else "")
+    return (f"suite `{h.get('suite')}` {_version(h.get('suite_version'))} ({h.get('n_tasks')} tasks{was}), "
             f"{h.get('max_steps')} steps, {h.get('command_timeout_s')} s per command, "
             f"{h.get('backend')} sandbox, prompt v{h.get('prompt_version')}, "
             f"{h.get('samples_per_task')} sample(s) per task")
