@@ -19,6 +19,11 @@ CHECKED_IDS = [i for i in _IDS if "__handwritten-" in i] + sorted(
     __import__("random").Random(0).sample([i for i in _IDS if "__handwritten-" not in i],
                                           min(10, len([i for i in _IDS if "__handwritten-" not in i]))))
 
+QUICK_REPOS = {"inflection", "frogtoy", "cachetools", "iniconfig"}
+"""Repositories whose tasks the default run checks here; the others need their venvs built on a fresh cache
+(minutes each), so they run under ``-m slow``."""
+CHECKED = [pytest.param(i, marks=() if i.split("__")[0] in QUICK_REPOS else pytest.mark.slow) for i in CHECKED_IDS]
+
 TASK = "inflection__handwritten-0001"  # ordinal(): 13 -> 'th'; 8 FAIL_TO_PASS tests
 
 
@@ -55,7 +60,7 @@ def test_check_env_on_the_sampling_env():
         e.close()
 
 
-@pytest.mark.parametrize("task_id", CHECKED_IDS)
+@pytest.mark.parametrize("task_id", CHECKED)
 def test_check_env_on_every_registered_id(task_id):
     e = gym.make(f"FrogSWE/{task_id}-v0").unwrapped
     try:
@@ -75,7 +80,7 @@ def test_sampler_is_seeded():
         e.close()
 
 
-@pytest.mark.parametrize("task_id", CHECKED_IDS)
+@pytest.mark.parametrize("task_id", CHECKED)
 def test_gold_fix_through_edit_tools_scores_one(task_id):
     e = gym.make(f"FrogSWE/{task_id}-v0").unwrapped
     try:
