@@ -59,10 +59,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from frog_gym.learners import LearnerOptions, env_tasks
+from frog_gym.learners.vllm_engine import VLLMPolicy, make_sampler
 
 from frog_gym.agents.hf import ContextFull, HFPolicy, Sampling, Trajectory, require_torch
 from frog_gym.curriculum import CurriculumConfig, CurriculumState, episode_score, filter_group
@@ -202,6 +203,9 @@ class GRPOConfig:
                              "for less random replies).")
         if self.rollout_engine not in ROLLOUT_ENGINES:
             raise ValueError(f"rollout_engine={self.rollout_engine!r}; use one of {', '.join(ROLLOUT_ENGINES)}.")
+        if self.rollout_engine == "vllm" and self.lora_rank:
+            raise ValueError("rollout_engine='vllm' copies full weights into vLLM after each update; set "
+                             "lora_rank=0, or rollout_engine='hf' to train a LoRA adapter.")
         for name in ("updates", "groups_per_update", "max_turns", "num_envs", "env_workers", "epochs",
                      "minibatches", "micro_batch_size"):
             if getattr(self, name) < 1:
@@ -328,7 +332,23 @@ class Episode:
     turns: int = 0
 
 
-def rollout(policy: HFPolicy, envs: list[Any], schedule: Sequence[tuple[str, int]], cfg: GRPOConfig,
+class RolloutEngine(Protocol):
+    """What :func:`rollout` samples with: an :class:`~frog_gym.agents.hf.HFPolicy`, or a
+    :class:`~frog_gym.learners.vllm_engine.VLLMPolicy` around one. ``generate`` appends each sampled reply
+    to its trajectory with the sampler's log-probability of every token."""
+
+    tokenizer: Any
+
+    def start(self, prompt: str) -> Trajectory: ...
+
+    def observe(self, trajectory: Trajectory, observation: str) -> None: ...
+
+    def room(self, trajectory: Trajectory) -> int: ...
+
+    def generate(self, trajectories: Sequence[Trajectory]) -> list[str]: ...
+
+
+def rollout(policy: RolloutEngine, envs: list[Any], schedule: Sequence[tuple[str, int]], cfg: GRPOConfig,
             pool: concurrent.futures.Executor, timing: dict[str, float] | None = None) -> list[Episode]:
     """Run the scheduled ``(task_id, group)`` episodes, ``len(envs)`` at a time, replies batched per turn.
 
@@ -450,6 +470,10 @@ class GRPO:
         source = Path(cfg.resume) / "model" if cfg.resume else cfg.model
         self.policy = self._load_policy(source, sampling)
         self.model = self.policy.model
+        self.sampler: RolloutEngine = make_sampler(
+            self.policy, cfg.rollout_engine, source, gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+            seed=cfg.seed)
+        """What samples the rollouts: the trained policy itself (``hf``) or vLLM around it."""
         self.ref = None
         if cfg.kl_coef > 0 and not cfg.lora_rank:  # with LoRA the reference is the base, adapter disabled
             self.ref = self._load_policy(cfg.model, sampling).model.eval().requires_grad_(False)
@@ -499,7 +523,7 @@ class GRPO:
         while True:
             n = len(cur.next_tasks(want, group_size=cfg.group_size))
             schedule = [cur.take() for _ in range(n)]
-            new = rollout(self.policy, self._envs(len(schedule)), schedule, cfg, self.pool, timing)
+            new = rollout(self.sampler, self._envs(len(schedule)), schedule, cfg, self.pool, timing)
             for ep in new:  # the curriculum counts what the learner counts (episode_score)
                 cur.record(ep.group, ep.reward)
             episodes += new
@@ -519,7 +543,7 @@ class GRPO:
         the curriculum). Returns each task's scores, None for masked episodes."""
         schedule = [(t, -1) for t in task_ids for _ in range(episodes)]
         out: dict[str, list[float | None]] = {t: [] for t in task_ids}
-        for ep in rollout(self.policy, self._envs(len(schedule)), schedule, self.cfg, self.pool):
+        for ep in rollout(self.sampler, self._envs(len(schedule)), schedule, self.cfg, self.pool):
             out[ep.task_id].append(ep.reward)
         return out
 
@@ -604,6 +628,8 @@ class GRPO:
                     sums["grad_norm"] += float(norm)
                 self.optimizer.step()
                 sums["optimizer_steps"] += 1
+        if isinstance(self.sampler, VLLMPolicy):
+            self.sampler.sync_weights(self.model)
         self.curriculum.on_policy_update(self.step)
         tokens = max(sums["tokens"], 1.0)
         return {**metrics, "loss": sums["loss"] / tokens, "entropy": sums["entropy"] / tokens,
