@@ -70,12 +70,19 @@ def main() -> None:
     p.add_argument("--out", default="docs/grpo_toy.png")
     p.add_argument("--updates", type=int, default=80)
     p.add_argument("--seeds", default="0,1", help="comma-separated seeds, one curve each")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a GRPOConfig field of CONFIG (e.g. --set kl_coef=0.02)")
     args = p.parse_args()
+    from frog_gym.learners.grpo import GRPOConfig, config_from_strings
+
+    overrides = dict(kv.split("=", 1) for kv in args.set)
+    base = config_from_strings(GRPOConfig, {"model": "m", **overrides})
+    overrides = {k: getattr(base, k) for k in overrides}
     histories = {}
     for seed in (int(x) for x in args.seeds.split(",")):
         start = time.monotonic()
         with tempfile.TemporaryDirectory() as tmp:
-            history = histories[seed] = learn(Path(tmp), args.updates, stop_at_reward=None, seed=seed)
+            history = histories[seed] = learn(Path(tmp), args.updates, stop_at_reward=None, seed=seed, **overrides)
         rewards = [round(m["reward"], 3) for m in history]
         first80 = next((m["step"] for i, m in enumerate(history) if i >= 2 and
                         sum(h["reward"] for h in history[i - 2:i + 1]) / 3 >= 0.8), None)
