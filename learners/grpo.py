@@ -657,7 +657,12 @@ class GRPO:
         torch = require_torch()
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(path / "model")
+        sampling_config = self.model.generation_config
+        self.model.generation_config = self.policy.checkpoint_generation_config  # the checkpoint keeps its own
+        try:
+            self.model.save_pretrained(path / "model")
+        finally:
+            self.model.generation_config = sampling_config
         self.policy.tokenizer.save_pretrained(path / "model")
         state = {
             "step": self.step, "config": asdict(self.cfg), "optimizer": self.optimizer.state_dict(),

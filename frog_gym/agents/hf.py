@@ -231,6 +231,8 @@ class HFPolicy:
         self.chat = chat or ChatFormat.from_tokenizer(tokenizer)
         # A checkpoint's generation_config (Qwen3: top_k=20, top_p=0.95, temperature=0.6) fills every value
         # generate() is not given; replace it, so that nothing but Sampling shapes the distribution.
+        self.checkpoint_generation_config = model.generation_config
+        """The model's own generation config, as loaded (put back when a learner saves the model)."""
         model.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id,
                                                    pad_token_id=tokenizer.pad_token_id)
         limit = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)

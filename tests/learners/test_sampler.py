@@ -69,6 +69,7 @@ def test_first_token_is_drawn_from_the_trained_softmax_despite_a_checkpoint_gene
     model.generation_config = GenerationConfig(do_sample=True, temperature=0.6, top_k=20, top_p=0.95,
                                                repetition_penalty=1.1)
     policy = HFPolicy(model, tokenizer, Sampling(temperature=TEMPERATURE, max_new_tokens=1))
+    assert policy.checkpoint_generation_config.top_k == 20  # kept, to be saved with the trained model
     trained, empirical, trajectories = _first_token(policy)
     bound = _noise_bound(trained)
     outside_top50 = 1 - float(trained.topk(50).values.sum())
