@@ -35,9 +35,9 @@ Per update:
    adds the k3 estimate of KL(π || π_ref) to the initial model per token (padded positions never enter
    it, so it cannot turn NaN there).
 6. **Bookkeeping.** An update with no learning signal (every group's rewards equal, or every episode
-   masked) prints a line saying why and what to change. Metrics go to stdout, a JSONL file, and tensorboard or wandb when installed;
-   checkpoints hold the model, the optimizer, every RNG state, the curriculum and the step, and resume
-   exactly.
+   masked) prints a line saying why and what to change. Metrics go to stdout, a JSONL file, and
+   tensorboard or wandb when installed; checkpoints hold the model, the optimizer, every RNG state, the
+   curriculum and the step, and resume exactly.
 
 Run it:
     python -m frog_gym.learners.grpo --model PATH --env-id FrogSWE-Toy-v0 --updates 40
