@@ -394,7 +394,7 @@ def rollout(policy: RolloutEngine, envs: list[Any], schedule: Sequence[tuple[str
             texts = [actions[i] for i in live]
             clock = time.monotonic()
 
-            def step(job: tuple[int, str]) -> Any:
+            def step(job: tuple[int, Any]) -> Any:
                 i, text = job
                 try:
                     return envs[i].step(text)
@@ -564,7 +564,7 @@ class GRPO:
                 continue
             for e, a in zip(group, leave_one_out(rewards, cfg.scale_std)):
                 if a is not None:
-                    batch.append((e.trajectory, a))
+                    batch.append((clip_context(e.trajectory, self.policy.max_context), a))
         scored = [e.reward for e in episodes if e.reward is not None]
         metrics: dict[str, float] = {
             "reward": float(np.mean(scored)) if scored else float("nan"),
@@ -693,6 +693,19 @@ class GRPO:
         if self.logger is not None:
             self.logger.close()
             self.logger = None
+
+
+def clip_context(trajectory: Trajectory, limit: int) -> Trajectory:
+    """The trajectory without the tokens past ``limit``: the end of an observation that overflowed the context
+    window (the episode was cut there). Nothing past the window was sampled, so nothing trained is lost, and
+    the trainer's forward pass stays within the model's positions.
+    """
+    if len(trajectory) <= limit:
+        return trajectory
+    if any(trajectory.mask[limit:]):
+        raise ValueError(f"a reply runs past the context window ({limit} tokens); the sampler must stop there.")
+    return Trajectory(trajectory.ids[:limit], trajectory.mask[:limit], list(trajectory.turns),
+                      trajectory.logprobs[:limit])
 
 
 def sampler_logprobs(trajectories: Sequence[Trajectory], width: int) -> Any:

@@ -131,3 +131,18 @@ def test_sampler_log_probs_line_up_with_the_trainers_columns():
     t.add_reply([11])  # written without a sampler
     with pytest.raises(ValueError, match="without the sampler's log-probability"):
         sampler_logprobs([t], 6)
+
+
+def test_context_past_the_window_is_not_trained_on():
+    from frog_gym.learners.grpo import clip_context
+
+    t = Trajectory()
+    t.add_context([1, 2])
+    t.add_reply([3], [-0.5])
+    t.add_context([4, 5, 6])  # an observation that overflowed a window of 4 tokens
+    cut = clip_context(t, 4)
+    assert (cut.ids, cut.mask, cut.logprobs, cut.turns) == ([1, 2, 3, 4], [0, 0, 1, 0], [0.0, 0.0, -0.5, 0.0],
+                                                            [(2, 3)])
+    assert clip_context(t, 6) is t
+    with pytest.raises(ValueError, match="runs past the context window"):
+        clip_context(t, 2)
