@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"skipped": "give --model PATH (a save_pretrained folder) or --tiny"}))
         return 0
 
-    from frog_gym.learners.grpo import pad_right, policy_loss, token_logprobs
+    from frog_gym.learners.grpo import pad_right, policy_loss, sampler_logprobs, token_logprobs
     from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
     from frog_gym.agents.hf import HFPolicy, Sampling, Trajectory
@@ -110,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         part = batch[i:i + args.micro_batch]
         ids, att, mask = (x.cuda() for x in pad_right(part, policy.tokenizer.pad_token_id))
         logp, _ = token_logprobs(model, ids, att)
-        loss, _ = policy_loss(logp, logp.detach(), advantages[i:i + len(part)].cuda(), mask[:, 1:],
-                              num_tokens=n_tokens)
+        old = sampler_logprobs(part, logp.shape[1]).cuda()  # as the learner does: recorded at sampling
+        loss, _ = policy_loss(logp, old, advantages[i:i + len(part)].cuda(), mask[:, 1:], num_tokens=n_tokens)
         loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()

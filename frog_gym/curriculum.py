@@ -353,6 +353,31 @@ def filter_group(rewards: Sequence[SupportsFloat | None]) -> bool:
     return len(scored) >= 2 and max(scored) > min(scored)
 
 
+def episode_score(
+    reward: SupportsFloat, *, terminated: bool, truncated: bool, infra_failure: str | None = None,
+    mask_truncated: bool = False,
+) -> float | None:
+    """The one rule for what an ended episode scores, shared by training, evaluation and the curriculum.
+
+    ``terminated``: the agent submitted. ``truncated``: a budget cut it (steps, wall time, or the context
+    window; a runner that cuts an episode at the context window submits its state for grading, so that
+    ``reward`` is always the graded state). A cut episode scores its graded state, or ``None`` (masked:
+    neither success nor failure) with ``mask_truncated``. An infrastructure failure, or an episode that
+    never ended, is always ``None``.
+
+    Example:
+        >>> episode_score(1.0, terminated=False, truncated=True)
+        1.0
+        >>> episode_score(1.0, terminated=False, truncated=True, mask_truncated=True) is None
+        True
+        >>> episode_score(0.0, terminated=False, truncated=True, infra_failure="sandbox died") is None
+        True
+    """
+    if infra_failure is not None or not (terminated or truncated) or (truncated and mask_truncated):
+        return None
+    return float(reward)
+
+
 def _sample(weights: np.ndarray, rng: np.random.Generator) -> int:
     """An index drawn with probability proportional to the non-negative ``weights``."""
     cumulative = np.cumsum(weights)
@@ -932,7 +957,8 @@ class FrontierCurriculum(gymnasium.Wrapper):
 
     ``reset()`` without ``options["task_id"]`` takes the next committed (or freshly sampled) task and
     passes it down as ``options={"task_id": ...}``; with one, it runs that task. When an episode ends,
-    its final reward is reported, unless ``info["infra_failure"]`` is set; an episode cut short by
+    its score is reported (:func:`episode_score`: the graded state, ``None`` for an infrastructure failure
+    or, with ``mask_truncated``, a budget cut); an episode cut short by
     another ``reset()`` counts as neither success nor failure. Tasks outside the pool (e.g. held-out
     evaluation tasks named explicitly) are run but not reported.
 
@@ -950,9 +976,12 @@ class FrontierCurriculum(gymnasium.Wrapper):
         >>> envs.reset()  # the four sub-envs run the first group  # doctest: +SKIP
     """
 
-    def __init__(self, env: gymnasium.Env, curriculum: CurriculumState):
+    def __init__(self, env: gymnasium.Env, curriculum: CurriculumState, mask_truncated: bool = False):
         super().__init__(env)
         self.curriculum = curriculum
+        self.mask_truncated = mask_truncated
+        """Report episodes cut by a budget as unscored, as a learner with the same setting masks them
+        (:func:`episode_score`)."""
         self._group: int | None = None  # committed group of the running episode
         self._task: str | None = None  # pool task named by the caller, reported on its own
 
@@ -970,7 +999,9 @@ class FrontierCurriculum(gymnasium.Wrapper):
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         if terminated or truncated:
-            self._end_episode(None if info.get("infra_failure") else reward)
+            self._end_episode(episode_score(reward, terminated=terminated, truncated=truncated,
+                                            infra_failure=info.get("infra_failure"),
+                                            mask_truncated=self.mask_truncated))
         return obs, reward, terminated, truncated, info
 
     def _end_episode(self, reward: SupportsFloat | None) -> None:

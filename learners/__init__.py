@@ -1,6 +1,6 @@
 """Learners: the bundled GRPO (:mod:`.grpo`), thin adapters for stable-baselines3 (:mod:`.sb3`) and TRL
-(:mod:`.trl_env`), a scripted learner that tests the training loop (:mod:`.scripted`), and the tiny
-policy of the toy family (:mod:`.toy`).
+(:mod:`.trl_env`), the optional vLLM rollout engine of the GRPO (:mod:`.vllm_engine`), a scripted learner
+that tests the training loop (:mod:`.scripted`), and the tiny policy of the toy family (:mod:`.toy`).
 
 ``frog-gym train`` drives any object with the :class:`Learner` protocol, made by a factory
 ``factory(options: LearnerOptions, curriculum: CurriculumState) -> Learner`` named on the command line

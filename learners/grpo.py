@@ -11,22 +11,33 @@ Per update:
 2. **Rollout.** Episodes run in waves of ``num_envs`` envs. All running episodes of a wave sample their
    next reply in one batch; the env steps run on a thread pool. The policy is an
    :class:`~frog_gym.agents.hf.HFPolicy`: the prompt and observations are tokenized once, as they arrive,
-   and each reply is kept as the ids that were sampled, so nothing is re-tokenized across turns.
-3. **Scores.** An episode that ends with ``submit`` scores the env's reward (1.0 when the repository's
-   tests say fixed). One cut by a budget (``truncated``: steps, wall time, or the context window) or by an
-   infrastructure failure is *masked*: it is neither in its group's baseline nor in the loss.
+   and each reply is kept as the ids that were sampled, so nothing is re-tokenized across turns. Replies
+   are drawn from ``softmax(logits / temperature)`` over the whole vocabulary (no top-k, whatever the
+   checkpoint's generation config says), and each sampled token's log-probability is recorded as the
+   sampler computed it. ``rollout_engine="vllm"`` samples with vLLM instead (the same trajectories).
+3. **Scores.** One rule, :func:`~frog_gym.curriculum.episode_score`, shared with evaluation and the
+   curriculum: an episode that ends with ``submit`` scores the env's reward (1.0 when the repository's
+   tests say fixed); one cut by a budget (steps, wall time, or the context window, where the rollout
+   submits the state as it stands) scores its graded state, or is *masked* with ``mask_truncated``;
+   an infrastructure failure is always masked. A masked episode is in neither its group's baseline nor
+   the loss, and the curriculum counts it as neither success nor failure.
 4. **Advantage.** Leave-one-out: ``A_i = r_i - mean_{j != i} r_j`` over the scored episodes of the group,
    not scaled by the standard deviation (``scale_std=True`` gives GRPO's ``(r_i - mean) / (std + 1e-4)``).
    A group whose scored rewards are all equal carries no gradient: it is dropped, or replaced by new groups
    (``zero_variance="backfill"``); both are counted in the metrics.
 5. **Loss.** Token level: the clipped surrogate ``-min(ρ A, clip(ρ, 1 - ε_low, 1 + ε_high) A)`` with
-   ``ε_low = 0.2, ε_high = 0.28``, on sampled tokens only (prompt and observation tokens are masked out),
+   ``ε_low = 0.2, ε_high = 0.28`` and the importance ratio ``ρ = π_θ(token) / π_sampler(token)`` against
+   the log-probabilities recorded at sampling (not recomputed by the trainer: with vLLM, or in bf16, the
+   sampler's numbers differ from the trainer's, and the ratio corrects for it; ``sampler_logp_gap`` logs
+   the mean gap), on sampled tokens only (prompt and observation tokens are masked out),
    summed over every sampled token of the minibatch and divided by their number, so that gradient
    accumulation over micro-batches gives the same gradient as one large batch. Optional ``kl_coef``
-   adds the k3 estimate of KL(π || π_ref) to the initial model per token.
-6. **Bookkeeping.** Metrics go to stdout, a JSONL file, and tensorboard or wandb when installed;
-   checkpoints hold the model, the optimizer, every RNG state, the curriculum and the step, and resume
-   exactly.
+   adds the k3 estimate of KL(π || π_ref) to the initial model per token (padded positions never enter
+   it, so it cannot turn NaN there).
+6. **Bookkeeping.** An update with no learning signal (every group's rewards equal, or every episode
+   masked) prints a line saying why and what to change. Metrics go to stdout, a JSONL file, and
+   tensorboard or wandb when installed; checkpoints hold the model, the optimizer, every RNG state, the
+   curriculum and the step, and resume exactly.
 
 Run it:
     python -m frog_gym.learners.grpo --model PATH --env-id FrogSWE-Toy-v0 --updates 40
@@ -48,15 +59,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from frog_gym.learners import LearnerOptions, env_tasks
+from frog_gym.learners.vllm_engine import VLLMPolicy, make_sampler
 
 from frog_gym.agents.hf import ContextFull, HFPolicy, Sampling, Trajectory, require_torch
-from frog_gym.curriculum import CurriculumConfig, CurriculumState, filter_group
+from frog_gym.curriculum import CurriculumConfig, CurriculumState, episode_score, filter_group
 
 ZERO_VARIANCE = ("drop", "backfill")
+ROLLOUT_ENGINES = ("hf", "vllm")
 
 
 # ---- configuration ---------------------------------------------------------------------------------------
@@ -103,13 +116,21 @@ class GRPOConfig:
     temperature: float = 1.0
     """Sampling temperature; the loss divides its logits by it too, so it trains what it sampled."""
     top_p: float = 1.0
-    """Nucleus mass; below 1 the sampler and the trained distribution differ."""
+    """Nucleus mass; must stay 1.0: the loss trains the full softmax, so the sampler draws from it too."""
+    rollout_engine: str = "hf"
+    """What samples replies: ``hf`` (transformers ``generate`` on the trained model) or ``vllm`` (the
+    ``vllm`` extra; weights copied to it after every update; the ratio uses its recorded log-probs)."""
+    vllm_gpu_memory_utilization: float = 0.3
+    """With ``rollout_engine="vllm"``: the fraction of GPU memory vLLM may take (the trainer needs the rest)."""
     max_new_tokens: int = 512
     """Most tokens in one reply."""
     max_context_tokens: int | None = None
-    """Longest trajectory; past it the episode is cut (masked). None: the model's position limit."""
+    """Longest trajectory; when the next reply has no room, the episode is cut: its state is submitted and
+    graded, and scored like any budget cut (see ``mask_truncated``). None: the model's position limit."""
     mask_truncated: bool = True
-    """Mask episodes cut by a budget instead of scoring their graded state. Masking has a price: a policy
+    """Mask episodes cut by a budget (steps, wall time, context window) instead of scoring their graded
+    state; the same rule serves training, :meth:`GRPO.evaluate` and the curriculum
+    (:func:`~frog_gym.curriculum.episode_score`). Masking has a price: a policy
     can learn to run out the budget on episodes it is about to fail, since a masked episode is never
     penalised (seen on the toy family with two turns); watch ``masked_fraction``."""
     partial_credit: bool = False
@@ -135,8 +156,8 @@ class GRPOConfig:
     epochs: int = 1
     """Passes over each batch of episodes."""
     minibatches: int = 1
-    """Optimizer steps per pass; above 1 (or epochs above 1) the later steps are off-policy, and the
-    recorded log-probabilities of the sampling policy are used in the ratio."""
+    """Optimizer steps per pass; above 1 (or epochs above 1) the later steps are off-policy. Every step's
+    ratio is taken against the log-probabilities recorded when the tokens were sampled."""
     micro_batch_size: int = 8
     """Trajectories per forward pass; gradients accumulate over the micro-batches of a minibatch."""
     lora_rank: int = 0
@@ -176,6 +197,15 @@ class GRPOConfig:
             raise ValueError(f"zero_variance={self.zero_variance!r}; use one of {', '.join(ZERO_VARIANCE)}.")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be positive for GRPO (it samples), got {self.temperature}.")
+        if self.top_p != 1.0:
+            raise ValueError(f"top_p={self.top_p}: GRPO trains softmax(logits / temperature) over the whole "
+                             "vocabulary, so it must sample from it too; set top_p=1.0 (lower the temperature "
+                             "for less random replies).")
+        if self.rollout_engine not in ROLLOUT_ENGINES:
+            raise ValueError(f"rollout_engine={self.rollout_engine!r}; use one of {', '.join(ROLLOUT_ENGINES)}.")
+        if self.rollout_engine == "vllm" and self.lora_rank:
+            raise ValueError("rollout_engine='vllm' copies full weights into vLLM after each update; set "
+                             "lora_rank=0, or rollout_engine='hf' to train a LoRA adapter.")
         for name in ("updates", "groups_per_update", "max_turns", "num_envs", "env_workers", "epochs",
                      "minibatches", "micro_batch_size"):
             if getattr(self, name) < 1:
@@ -210,8 +240,8 @@ def leave_one_out(rewards: Sequence[float | None], scale_std: bool = False) -> l
     ``None`` (a masked episode) stays ``None`` and takes no part. With ``scale_std``, GRPO's original
     ``(r - mean) / (std + 1e-4)`` instead (std with Bessel's correction, as TRL computes it).
 
-    >>> leave_one_out([1.0, 0.0, 0.0, 1.0])
-    [0.6666666666666667, -0.6666666666666667, -0.6666666666666667, 0.6666666666666667]
+    >>> [round(a, 4) for a in leave_one_out([1.0, 0.0, 0.0, 1.0])]
+    [0.6667, -0.6667, -0.6667, 0.6667]
     >>> leave_one_out([1.0, None, 0.0])
     [1.0, None, -1.0]
     >>> [round(a, 4) for a in leave_one_out([1.0, 0.0, 0.0, 0.0], scale_std=True)]
@@ -244,8 +274,8 @@ def policy_loss(logp: Any, old_logp: Any, advantages: Any, mask: Any, *, clip_lo
     """The token-level clipped GRPO loss of one micro-batch.
 
     Args:
-        logp, old_logp: ``[B, T]`` log-probabilities of the taken tokens under the current and the
-            sampling policy.
+        logp, old_logp: ``[B, T]`` log-probabilities of the taken tokens under the current policy and as
+            the sampler recorded them (the importance ratio is ``exp(logp - old_logp)``).
         advantages: ``[B]``, one per trajectory, applied to each of its tokens.
         mask: ``[B, T]``, 1 on sampled tokens (the only ones trained).
         ref_logp: ``[B, T]`` under the reference policy, for the KL penalty (k3 estimator).
@@ -258,18 +288,22 @@ def policy_loss(logp: Any, old_logp: Any, advantages: Any, mask: Any, *, clip_lo
         and ``kl`` (k3 to the reference, when given).
     """
     torch = require_torch()
-    ratio = torch.exp(logp - old_logp)
+    # Padded and context positions may hold anything (0, -inf, a pad token's log-prob): they enter no
+    # exp(), so neither the loss nor its gradient can be NaN there (inf * 0 is NaN, even when masked).
+    sampled = mask > 0
+    ratio = torch.exp(torch.where(sampled, logp - old_logp, torch.zeros_like(logp)))
     adv = advantages[:, None]
     surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * adv)
     per_token = -surrogate
     stats = {"clipped": float((((ratio > 1 + clip_high) & (adv > 0)) | ((ratio < 1 - clip_low) & (adv < 0)))
                               .float().mul(mask).sum())}
     if ref_logp is not None:
-        delta = ref_logp - logp
+        delta = torch.where(sampled, ref_logp - logp, torch.zeros_like(logp)).clamp(-20.0, 20.0)
         kl = torch.exp(delta) - delta - 1
         per_token = per_token + kl_coef * kl
         stats["kl"] = float((kl.detach() * mask).sum())
     denominator = num_tokens if num_tokens is not None else float(mask.sum())
+    per_token = torch.where(sampled, per_token, torch.zeros_like(per_token))
     return (per_token * mask).sum() / max(denominator, 1.0), stats
 
 
@@ -286,20 +320,41 @@ class Episode:
     env_reward: float = 0.0
     """What the env paid at the end (the graded state), even for an episode that is masked."""
     reward: float | None = None
-    """The score used for learning; None when masked (truncated or infrastructure failure)."""
+    """The score used for learning, evaluation and the curriculum (:func:`~frog_gym.curriculum.episode_score`);
+    None when masked."""
     terminated: bool = False
+    """The agent submitted."""
     truncated: bool = False
+    """A budget cut it: steps, wall time, or the context window."""
     infra_failure: str | None = None
     context_full: bool = False
-    """Cut by the context window: the env never graded it."""
+    """Cut by the context window: the rollout submitted its state, which the env graded as it stood."""
     turns: int = 0
 
 
-def rollout(policy: HFPolicy, envs: list[Any], schedule: Sequence[tuple[str, int]], cfg: GRPOConfig,
+class RolloutEngine(Protocol):
+    """What :func:`rollout` samples with: an :class:`~frog_gym.agents.hf.HFPolicy`, or a
+    :class:`~frog_gym.learners.vllm_engine.VLLMPolicy` around one. ``generate`` appends each sampled reply
+    to its trajectory with the sampler's log-probability of every token."""
+
+    tokenizer: Any
+
+    def start(self, prompt: str) -> Trajectory: ...
+
+    def observe(self, trajectory: Trajectory, observation: str) -> None: ...
+
+    def room(self, trajectory: Trajectory) -> int: ...
+
+    def generate(self, trajectories: Sequence[Trajectory]) -> list[str]: ...
+
+
+def rollout(policy: RolloutEngine, envs: list[Any], schedule: Sequence[tuple[str, int]], cfg: GRPOConfig,
             pool: concurrent.futures.Executor, timing: dict[str, float] | None = None) -> list[Episode]:
     """Run the scheduled ``(task_id, group)`` episodes, ``len(envs)`` at a time, replies batched per turn.
 
-    ``timing`` (if given) accumulates ``generate_s`` and ``env_s``.
+    An episode whose next reply has no room in the context window is cut there: its state is submitted, so
+    the env grades it as it stands, and it counts as truncated. Each episode's ``reward`` is
+    :func:`~frog_gym.curriculum.episode_score`. ``timing`` (if given) accumulates ``generate_s`` and ``env_s``.
     """
     timing = timing if timing is not None else {}
     episodes: list[Episode] = []
@@ -323,21 +378,23 @@ def rollout(policy: HFPolicy, envs: list[Any], schedule: Sequence[tuple[str, int
                 batch[i].trajectory = policy.start(p)
                 live.append(i)
         while live:
-            full = [i for i in live if policy.room(batch[i].trajectory) < 1]
-            for i in full:  # the context window is a budget too
-                batch[i].truncated = batch[i].context_full = True
-            live = [i for i in live if i not in full]
-            if not live:
-                break
+            full = {i for i in live if policy.room(batch[i].trajectory) < 1}
+            for i in full:  # the context window is a budget too: grade the state as it stands
+                batch[i].context_full = True
+            writing = [i for i in live if i not in full]
             clock = time.monotonic()
             try:
-                texts = policy.generate([batch[i].trajectory for i in live])
+                texts = policy.generate([batch[i].trajectory for i in writing])
             except ContextFull:  # pragma: no cover (room() was checked above)
                 break
             timing["generate_s"] = timing.get("generate_s", 0.0) + time.monotonic() - clock
+            actions: dict[int, Any] = {i: {"tool": "submit"} for i in full}
+            actions.update(zip(writing, texts))
+            live = sorted(actions)
+            texts = [actions[i] for i in live]
             clock = time.monotonic()
 
-            def step(job: tuple[int, str]) -> Any:
+            def step(job: tuple[int, Any]) -> Any:
                 i, text = job
                 try:
                     return envs[i].step(text)
@@ -349,22 +406,22 @@ def rollout(policy: HFPolicy, envs: list[Any], schedule: Sequence[tuple[str, int
             still = []
             for i, result in zip(live, results):
                 ep = batch[i]
-                ep.turns += 1
+                ep.turns += 0 if ep.context_full else 1
                 if isinstance(result, Exception):
                     ep.infra_failure, ep.truncated = f"step failed: {result}", True
                     continue
                 obs, reward, terminated, truncated, info = result
                 if terminated or truncated:
-                    ep.env_reward, ep.terminated = float(reward), bool(terminated)
-                    ep.truncated, ep.infra_failure = bool(truncated) and not terminated, info.get("infra_failure")
+                    ep.env_reward, ep.infra_failure = float(reward), info.get("infra_failure")
+                    ep.terminated = bool(terminated) and not ep.context_full
+                    ep.truncated = ep.context_full or (bool(truncated) and not terminated)
                     continue
                 policy.observe(ep.trajectory, obs)
                 still.append(i)
             live = still
         for ep in batch:
-            masked = ep.infra_failure is not None or not (ep.terminated or ep.truncated) or (
-                ep.truncated and cfg.mask_truncated)
-            ep.reward = None if masked else ep.env_reward
+            ep.reward = episode_score(ep.env_reward, terminated=ep.terminated, truncated=ep.truncated,
+                                      infra_failure=ep.infra_failure, mask_truncated=cfg.mask_truncated)
         episodes += batch
     return episodes
 
@@ -413,6 +470,10 @@ class GRPO:
         source = Path(cfg.resume) / "model" if cfg.resume else cfg.model
         self.policy = self._load_policy(source, sampling)
         self.model = self.policy.model
+        self.sampler: RolloutEngine = make_sampler(
+            self.policy, cfg.rollout_engine, source, gpu_memory_utilization=cfg.vllm_gpu_memory_utilization,
+            seed=cfg.seed)
+        """What samples the rollouts: the trained policy itself (``hf``) or vLLM around it."""
         self.ref = None
         if cfg.kl_coef > 0 and not cfg.lora_rank:  # with LoRA the reference is the base, adapter disabled
             self.ref = self._load_policy(cfg.model, sampling).model.eval().requires_grad_(False)
@@ -462,10 +523,9 @@ class GRPO:
         while True:
             n = len(cur.next_tasks(want, group_size=cfg.group_size))
             schedule = [cur.take() for _ in range(n)]
-            new = rollout(self.policy, self._envs(len(schedule)), schedule, cfg, self.pool, timing)
-            for ep in new:  # for the curriculum, a budget cut is a failure; a broken env or an ungraded cut is not
-                unknown = ep.infra_failure is not None or ep.context_full or not (ep.terminated or ep.truncated)
-                cur.record(ep.group, None if unknown else ep.env_reward)
+            new = rollout(self.sampler, self._envs(len(schedule)), schedule, cfg, self.pool, timing)
+            for ep in new:  # the curriculum counts what the learner counts (episode_score)
+                cur.record(ep.group, ep.reward)
             episodes += new
             useful = sum(filter_group([e.reward for e in g]) for g in _groups(episodes).values())
             if cfg.zero_variance == "drop" or useful >= cfg.groups_per_update or rounds >= cfg.max_backfill_rounds:
@@ -483,7 +543,7 @@ class GRPO:
         the curriculum). Returns each task's scores, None for masked episodes."""
         schedule = [(t, -1) for t in task_ids for _ in range(episodes)]
         out: dict[str, list[float | None]] = {t: [] for t in task_ids}
-        for ep in rollout(self.policy, self._envs(len(schedule)), schedule, self.cfg, self.pool):
+        for ep in rollout(self.sampler, self._envs(len(schedule)), schedule, self.cfg, self.pool):
             out[ep.task_id].append(ep.reward)
         return out
 
@@ -504,7 +564,7 @@ class GRPO:
                 continue
             for e, a in zip(group, leave_one_out(rewards, cfg.scale_std)):
                 if a is not None:
-                    batch.append((e.trajectory, a))
+                    batch.append((clip_context(e.trajectory, self.policy.max_context), a))
         scored = [e.reward for e in episodes if e.reward is not None]
         metrics: dict[str, float] = {
             "reward": float(np.mean(scored)) if scored else float("nan"),
@@ -516,27 +576,25 @@ class GRPO:
         }
         self.step += 1
         if not batch:  # nothing to learn from: the step counts, the policy does not change
-            return {**metrics, "update_s": time.monotonic() - start}
+            reason = no_signal_reason(episodes, cfg)
+            print(f"grpo: step {self.step}: no learning signal, the policy is unchanged: {reason}", file=sys.stderr,
+                  flush=True)
+            return {**metrics, "no_signal": reason, "update_s": time.monotonic() - start}
         pad = self.policy.tokenizer.pad_token_id
         device = self.policy.device
-        off_policy = cfg.epochs * cfg.minibatches > 1
-        old: list[Any] = []
         ref: list[Any] = []
         micro = _chunks(range(len(batch)), cfg.micro_batch_size)
-        if off_policy or self.ref is not None or (cfg.kl_coef > 0 and cfg.lora_rank):
+        if cfg.kl_coef > 0:
             with torch.no_grad():
                 for idx in micro:
                     ids, att, _ = (x.to(device) for x in pad_right([batch[i][0] for i in idx], pad))
-                    if off_policy:
-                        old += list(token_logprobs(self.model, ids, att, cfg.temperature)[0])
-                    if cfg.kl_coef > 0:
-                        if self.ref is not None:
-                            ref += list(token_logprobs(self.ref, ids, att, cfg.temperature)[0])
-                        else:
-                            with self.model.disable_adapter():
-                                ref += list(token_logprobs(self.model, ids, att, cfg.temperature)[0])
+                    if self.ref is not None:
+                        ref += list(token_logprobs(self.ref, ids, att, cfg.temperature)[0])
+                    else:
+                        with self.model.disable_adapter():
+                            ref += list(token_logprobs(self.model, ids, att, cfg.temperature)[0])
         sums = {"loss": 0.0, "entropy": 0.0, "clipped": 0.0, "kl": 0.0, "approx_kl": 0.0, "tokens": 0.0,
-                "grad_norm": 0.0, "optimizer_steps": 0.0}
+                "grad_norm": 0.0, "optimizer_steps": 0.0, "gap": 0.0, "gap_tokens": 0.0}
         generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + self.step)
         for _ in range(cfg.epochs):
             order = torch.randperm(len(batch), generator=generator).tolist()
@@ -548,8 +606,10 @@ class GRPO:
                     mask = mask[:, 1:]
                     adv = torch.tensor([batch[i][1] for i in idx], device=device)
                     logp, entropy = token_logprobs(self.model, ids, att, cfg.temperature)
-                    old_logp = (torch.stack([_fit(old[i], logp.shape[1]) for i in idx]) if off_policy
-                                else logp.detach())
+                    old_logp = sampler_logprobs([batch[i][0] for i in idx], logp.shape[1]).to(device)
+                    if sums["optimizer_steps"] == 0:  # the trained policy is still the sampling one
+                        sums["gap"] += float(((logp.detach() - old_logp).abs() * mask).sum())
+                        sums["gap_tokens"] += float(mask.sum())
                     ref_logp = torch.stack([_fit(ref[i], logp.shape[1]) for i in idx]) if ref else None
                     loss, st = policy_loss(logp, old_logp, adv, mask, clip_low=cfg.clip_low,
                                            clip_high=cfg.clip_high, ref_logp=ref_logp, kl_coef=cfg.kl_coef,
@@ -568,12 +628,15 @@ class GRPO:
                     sums["grad_norm"] += float(norm)
                 self.optimizer.step()
                 sums["optimizer_steps"] += 1
+        if isinstance(self.sampler, VLLMPolicy):
+            self.sampler.sync_weights(self.model)
         self.curriculum.on_policy_update(self.step)
         tokens = max(sums["tokens"], 1.0)
         return {**metrics, "loss": sums["loss"] / tokens, "entropy": sums["entropy"] / tokens,
                 "clip_fraction": sums["clipped"] / tokens, "approx_kl": sums["approx_kl"] / tokens,
                 **({"kl": sums["kl"] / tokens} if cfg.kl_coef > 0 else {}),
                 "grad_norm": sums["grad_norm"] / max(sums["optimizer_steps"], 1),
+                "sampler_logp_gap": sums["gap"] / max(sums["gap_tokens"], 1.0),
                 "update_s": time.monotonic() - start}
 
     def train_step(self) -> dict[str, Any]:
@@ -594,7 +657,12 @@ class GRPO:
         torch = require_torch()
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(path / "model")
+        sampling_config = self.model.generation_config
+        self.model.generation_config = self.policy.checkpoint_generation_config  # the checkpoint keeps its own
+        try:
+            self.model.save_pretrained(path / "model")
+        finally:
+            self.model.generation_config = sampling_config
         self.policy.tokenizer.save_pretrained(path / "model")
         state = {
             "step": self.step, "config": asdict(self.cfg), "optimizer": self.optimizer.state_dict(),
@@ -625,6 +693,84 @@ class GRPO:
         if self.logger is not None:
             self.logger.close()
             self.logger = None
+
+
+def clip_context(trajectory: Trajectory, limit: int) -> Trajectory:
+    """The trajectory without the tokens past ``limit``: the end of an observation that overflowed the context
+    window (the episode was cut there). Nothing past the window was sampled, so nothing trained is lost, and
+    the trainer's forward pass stays within the model's positions.
+    """
+    if len(trajectory) <= limit:
+        return trajectory
+    if any(trajectory.mask[limit:]):
+        raise ValueError(f"a reply runs past the context window ({limit} tokens); the sampler must stop there.")
+    return Trajectory(trajectory.ids[:limit], trajectory.mask[:limit], list(trajectory.turns),
+                      trajectory.logprobs[:limit])
+
+
+def sampler_logprobs(trajectories: Sequence[Trajectory], width: int) -> Any:
+    """``[B, width]`` log-probabilities recorded at sampling, aligned with :func:`token_logprobs` (column
+    ``t`` is the token at position ``t + 1``); 0 on context and padding.
+
+    Raises:
+        ValueError: a reply has no recorded log-probability (it was not written by a sampler).
+    """
+    torch = require_torch()
+    out = torch.zeros(len(trajectories), width)
+    for row, t in enumerate(trajectories):
+        values = torch.tensor(t.logprobs[1:width + 1], dtype=torch.float)
+        if torch.isnan(values).any():
+            raise ValueError("A trajectory has reply tokens without the sampler's log-probability (written by "
+                             "imitation or add_reply without logprobs); GRPO trains only on sampled replies.")
+        out[row, : values.numel()] = values
+    return out
+
+
+def no_signal_reason(episodes: Sequence[Episode], cfg: GRPOConfig) -> str:
+    """Why an update had nothing to learn from, and what to change."""
+    if not episodes:
+        return "no episodes were collected (the curriculum scheduled none); check the task pool."
+    masked = [e for e in episodes if e.reward is None]
+    if len(masked) == len(episodes):
+        infra = sum(e.infra_failure is not None for e in masked)
+        context = sum(e.context_full and e.infra_failure is None for e in masked)
+        cut = len(masked) - infra - context
+        parts = []
+        if cut:
+            parts.append(f"{cut} cut by the step or wall-time budget (max_turns={cfg.max_turns}, "
+                         f"wall_time_s={cfg.wall_time_s})")
+        if context:
+            parts.append(f"{context} cut by the context window (max_context_tokens={cfg.max_context_tokens})")
+        if infra:
+            parts.append(f"{infra} lost to infrastructure failures (see the env's info['infra_failure'])")
+        fix = ("raise max_turns / max_context_tokens, or set mask_truncated=False to score cut episodes "
+               "by their graded state" if cut or context else "fix the sandbox")
+        return f"every one of the {len(episodes)} episodes was masked: {'; '.join(parts)}. To learn, {fix}."
+    groups = _groups(episodes)
+    values: dict[str, int] = {}
+    thin = 0
+    for group in groups.values():
+        scored = [e.reward for e in group if e.reward is not None]
+        if len(scored) < 2:
+            thin += 1
+        else:
+            key = f"{scored[0]:g}"
+            values[key] = values.get(key, 0) + 1
+    parts = [f"{n} all {v}" for v, n in sorted(values.items())]
+    if thin:
+        parts.append(f"{thin} with fewer than two scored episodes")
+    advice = []
+    if any(float(v) <= 0 for v in values):
+        advice.append("for groups that all fail: easier tasks, a larger group_size, a higher temperature, "
+                      "or more max_turns")
+    if any(float(v) >= 1 for v in values):
+        advice.append("for groups that all pass: harder tasks (the curriculum's frontier mode moves on)")
+    if thin:
+        advice.append("for thin groups: fewer masked episodes (mask_truncated=False) or a larger group_size")
+    if cfg.zero_variance == "drop":
+        advice.append("or zero_variance='backfill' to roll out new groups in their place")
+    return (f"every group's rewards were equal ({len(groups)} groups: {', '.join(parts)}), so every advantage "
+            f"is 0. Try {'; '.join(advice)}.")
 
 
 def _groups(episodes: Sequence[Episode]) -> dict[int, list[Episode]]:

@@ -37,6 +37,15 @@ CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}
 SUBMIT = json.dumps({"tool": "submit"})
 
 
+def undo(action: str) -> str:
+    """The ``undo_edit`` of the file an edit action touched (it takes the edit back).
+
+    >>> undo('{"tool": "str_replace", "path": "frogtoy.py", "old_str": "a", "new_str": "b"}')
+    '{"tool": "undo_edit", "path": "frogtoy.py"}'
+    """
+    return json.dumps({"tool": "undo_edit", "path": json.loads(action)["path"]})
+
+
 def toy_tasks() -> list[str]:
     """The ids ``FrogSWE-Toy-v0`` samples."""
     import gymnasium as gym
@@ -55,8 +64,9 @@ def _changed_line(patch: str) -> tuple[str, str]:
     return removed[0], added[0]
 
 
-def menu() -> list[str]:
-    """The toy action menu: for each task, its fix and its reverse (the bug), as JSON ``str_replace`` calls.
+def menu(task_ids: list[str] | None = None, reverses: bool = True) -> list[str]:
+    """The toy action menu: for each task (default: all), its fix and its reverse (the bug), as JSON
+    ``str_replace`` calls; the fixes alone with ``reverses=False``.
 
     >>> len(menu()) == 2 * len(toy_tasks())
     True
@@ -65,23 +75,25 @@ def menu() -> list[str]:
     from frog_gym.task import load_task
 
     actions = []
-    for iid in toy_tasks():
+    for iid in task_ids or toy_tasks():
         task = load_task(iid)
         buggy, fixed = _changed_line(task.patch)
         path = hunks(task.patch)[0][0]
-        for old, new in ((buggy, fixed), (fixed, buggy)):
+        for old, new in ((buggy, fixed), (fixed, buggy))[: 2 if reverses else 1]:
             actions.append(json.dumps({"tool": "str_replace", "path": path, "old_str": old, "new_str": new}))
     return actions
 
 
-def _episodes(env: Any) -> list[tuple[str, str, str]]:
-    """``(prompt, action, observation)`` for every toy task and menu action, observed in the real env."""
+def _episodes(env: Any, task_ids: list[str], actions: list[str], second_turn: bool) -> list[tuple[str, ...]]:
+    """Conversations ``(prompt, action, observation, follow-up)`` for every task and action, observed in the
+    real env: the follow-up is ``submit``, or with ``second_turn`` each of ``submit`` and the edit's undo."""
     out = []
-    for iid in toy_tasks():
-        for action in menu():
+    for iid in task_ids:
+        for action in actions:
             prompt, _ = env.reset(options={"task_id": iid})
             observation = env.step(action)[0]
-            out.append((prompt, action, observation))
+            for follow_up in (SUBMIT, undo(action)) if second_turn else (SUBMIT,):
+                out.append((prompt, action, observation, follow_up))
     return out
 
 
@@ -120,20 +132,23 @@ def tiny_gpt2(tokenizer: Any, *, n_layer: int = 2, n_embd: int = 64, n_head: int
     return GPT2LMHeadModel(config)
 
 
-def warm_start(policy: HFPolicy, episodes: list[tuple[str, str, str]], *, steps: int = 80, batch_size: int = 16,
+def warm_start(policy: HFPolicy, episodes: list[tuple[str, ...]], *, steps: int = 80, batch_size: int = 16,
                learning_rate: float = 3e-3, seed: int = 0) -> list[float]:
-    """Teach the format by imitation: ``action`` after each prompt, ``submit`` after each observation.
+    """Teach the format by imitation: each episode is a conversation ``(prompt, reply, observation, reply,
+    ...)``, and the model learns to write its replies.
 
     Only the reply tokens are trained (the same mask the learners use). Returns the loss of each step.
     """
     torch = require_torch()
     eos = policy.tokenizer.eos_token_id
     trajectories = []
-    for prompt, action, observation in episodes:
+    for prompt, *turns in episodes:
         t = policy.start(prompt)
-        t.add_reply(policy.encode(action) + [eos])
-        policy.observe(t, observation)
-        t.add_reply(policy.encode(SUBMIT) + [eos])
+        for i, text in enumerate(turns):
+            if i % 2:
+                policy.observe(t, text)
+            else:
+                t.add_reply(policy.encode(text) + [eos])
         trajectories.append(t)
     rng = random.Random(seed)
     model = policy.model
@@ -155,20 +170,26 @@ def warm_start(policy: HFPolicy, episodes: list[tuple[str, str, str]], *, steps:
 
 
 def make_tiny_model(path: str | os.PathLike[str], *, seed: int = 0, warm_steps: int = 80, vocab_size: int = 2000,
-                    n_embd: int = 64) -> Path:
+                    n_embd: int = 64, task_ids: list[str] | None = None, reverses: bool = True,
+                    second_turn: bool = False) -> Path:
     """Build, warm up and save the tiny toy policy (tokenizer and model) at ``path``; returns the path.
 
-    With ``warm_steps=0`` the model is left as initialised (it then never writes a valid action).
+    The warm-up imitates, for every task of ``task_ids`` (default: all toy tasks), each :func:`menu` edit
+    (of those tasks; the fixes alone without ``reverses``) followed by ``submit``; with ``second_turn``,
+    followed by ``submit`` or by the edit's :func:`undo`, evenly, so that a second turn has a decision to
+    learn (a fix is only rewarded if it is not taken back). With ``warm_steps=0`` the model is left as
+    initialised (it then never writes a valid action).
     """
     import gymnasium as gym
 
+    task_ids = list(task_ids or toy_tasks())
     env = gym.make(ENV_ID).unwrapped
     try:
-        episodes = _episodes(env)
+        episodes = _episodes(env, task_ids, menu(task_ids, reverses), second_turn)
     finally:
         env.close()
     fmt = ChatFormat()
-    corpus = [fmt.first + p + fmt.reply + a + fmt.between + o + fmt.reply + SUBMIT for p, a, o in episodes]
+    corpus = [fmt.first + p + fmt.reply + a + fmt.between + o + fmt.reply + f for p, a, o, f in episodes]
     tokenizer = train_tokenizer(corpus, vocab_size)
     policy = HFPolicy(tiny_gpt2(tokenizer, n_embd=n_embd, seed=seed), tokenizer)
     if warm_steps:
@@ -180,4 +201,4 @@ def make_tiny_model(path: str | os.PathLike[str], *, seed: int = 0, warm_steps: 
 
 
 __all__ = ["ENV_ID", "make_tiny_model", "menu", "pad_right", "tiny_gpt2", "toy_tasks",
-           "train_tokenizer", "warm_start"]
+           "train_tokenizer", "undo", "warm_start"]

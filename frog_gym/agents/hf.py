@@ -18,12 +18,14 @@ Example:
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from frog_gym.agents.base import Action, AgentStats
+from frog_gym.errors import FrogGymError
 
 _U, _A, _C = "\x01frog-user\x01", "\x01frog-reply\x01", "\x01frog-next\x01"  # sentinels, never in real text
 
@@ -61,7 +63,13 @@ class ChatFormat:
     @classmethod
     def from_tokenizer(cls, tokenizer: Any) -> ChatFormat:
         """The layout of the tokenizer's chat template, found by rendering sentinel messages; the default
-        layout when it has no template or the template does not render turns in order."""
+        layout when the tokenizer has no template.
+
+        Raises:
+            ChatTemplateError: the template cannot be rendered, does not render turns in order, or ends a
+                reply with something other than the tokenizer's ``eos_token`` (the policy would then stop
+                at a token the template never writes). The message says what to set.
+        """
         if not getattr(tokenizer, "chat_template", None):
             return cls()
         try:
@@ -70,37 +78,79 @@ class ChatFormat:
             three = tokenizer.apply_chat_template(
                 [{"role": "user", "content": _U}, {"role": "assistant", "content": _A},
                  {"role": "user", "content": _C}], tokenize=False, add_generation_prompt=True)
-        except Exception:  # noqa: BLE001 (templates may raise anything; fall back to the default layout)
-            return cls()
+        except Exception as e:  # noqa: BLE001 (templates may raise anything; say which and what to do)
+            raise ChatTemplateError(f"The tokenizer's chat template failed to render a user/assistant/user "
+                                    f"conversation ({type(e).__name__}: {e}); pass chat=ChatFormat(first=..., "
+                                    "reply=..., between=...) to HFPolicy to give the turn layout by hand.") from e
         if one.count(_U) != 1 or three.count(_A) != 1 or three.count(_C) != 1:
-            return cls()
+            raise ChatTemplateError("The tokenizer's chat template does not render each message once, in order "
+                                    f"(rendered {three!r}); pass chat=ChatFormat(first=..., reply=..., "
+                                    "between=...) to HFPolicy to give the turn layout by hand.")
         first, reply = one.split(_U)
         between, reply_again = three.split(_A)[1].split(_C)
+        if reply_again != reply:
+            raise ChatTemplateError(f"The chat template opens the first reply with {reply!r} but a later one "
+                                    f"with {reply_again!r}; pass chat=ChatFormat(...) to HFPolicy by hand.")
         eos = tokenizer.eos_token or ""
-        if reply_again != reply or not eos or not between.startswith(eos):
-            return cls()
+        if not eos or not between.startswith(eos):
+            marker = end_marker(tokenizer, between)
+            fix = (f"set tokenizer.eos_token = {marker!r} (and the model's generation_config.eos_token_id to "
+                   "its id) before building the policy" if marker else
+                   "give the tokenizer the template's end-of-turn token as eos_token")
+            raise ChatTemplateError(f"The tokenizer's eos_token is {eos!r}, but its chat template ends an "
+                                    f"assistant turn with {between!r}: a reply would never end where the "
+                                    f"template ends it. {fix[0].upper() + fix[1:]}.")
         return cls(first=first, reply=reply, between=between[len(eos):])
+
+
+class ChatTemplateError(FrogGymError, ValueError):
+    """The tokenizer and its chat template disagree (or the template cannot be read); the message says what
+    to set."""
+
+
+def end_marker(tokenizer: Any, text: str) -> str | None:
+    """The longest special token that ``text`` starts with (the template's end-of-turn marker), or None.
+
+    Example:
+        >>> end_marker(tokenizer, "<|im_end|>\\n<|im_start|>user\\n")  # doctest: +SKIP
+        '<|im_end|>'
+    """
+    specials = set(getattr(tokenizer, "all_special_tokens", [])) | {
+        str(t) for t in getattr(tokenizer, "added_tokens_decoder", {}).values()}
+    found = [t for t in specials if t and text.startswith(t)]
+    return max(found, key=len) if found else None
 
 
 @dataclass
 class Trajectory:
     """One episode's tokens: ``ids``, and ``mask`` 1 on the ids the model sampled, 0 on prompt and
-    observations. ``turns`` lists the ``(start, end)`` span of each reply in ``ids``."""
+    observations. ``turns`` lists the ``(start, end)`` span of each reply in ``ids``. ``logprobs`` holds,
+    for each sampled id, its log-probability under the distribution it was drawn from, as the sampler
+    computed it (0.0 on context, NaN on replies written without a sampler, e.g. by imitation)."""
 
     ids: list[int] = field(default_factory=list)
     mask: list[int] = field(default_factory=list)
     turns: list[tuple[int, int]] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if len(self.logprobs) < len(self.ids):  # built from ids and mask alone: context 0.0, replies unknown
+            self.logprobs += [0.0 if m == 0 else math.nan for m in self.mask[len(self.logprobs):len(self.ids)]]
 
     def add_context(self, ids: Sequence[int]) -> None:
         """Append tokens the model did not write (prompt, observation, chat markup)."""
         self.ids += ids
         self.mask += [0] * len(ids)
+        self.logprobs += [0.0] * len(ids)
 
-    def add_reply(self, ids: Sequence[int]) -> None:
-        """Append tokens the model sampled."""
+    def add_reply(self, ids: Sequence[int], logprobs: Sequence[float] | None = None) -> None:
+        """Append tokens the model sampled, with the sampler's log-probability of each (NaN if unknown)."""
+        if logprobs is not None and len(logprobs) != len(ids):
+            raise ValueError(f"add_reply got {len(ids)} ids but {len(logprobs)} log-probabilities.")
         self.turns.append((len(self.ids), len(self.ids) + len(ids)))
         self.ids += ids
         self.mask += [1] * len(ids)
+        self.logprobs += list(logprobs) if logprobs is not None else [math.nan] * len(ids)
 
     def generated(self) -> list[list[int]]:
         """The ids of each reply, in order."""
@@ -123,7 +173,9 @@ class Sampling:
     """Softmax temperature; 0 is greedy decoding. A learner divides its logits by the same value, so that
     it trains the distribution it sampled from."""
     top_p: float = 1.0
-    """Nucleus sampling mass; 1.0 samples from the whole distribution (what an on-policy learner wants)."""
+    """Nucleus sampling mass; 1.0 samples from the whole distribution (what an on-policy learner wants).
+    There is no top-k, min-p or repetition penalty: whatever the checkpoint's ``generation_config`` says,
+    replies are drawn from ``softmax(logits / temperature)`` (nucleus-cut when ``top_p < 1``)."""
     max_new_tokens: int = 512
     """Most tokens in one reply."""
     max_context_tokens: int | None = None
@@ -166,6 +218,8 @@ class HFPolicy:
     def __init__(self, model: Any, tokenizer: Any, sampling: Sampling | None = None,
                  chat: ChatFormat | None = None):
         require_torch()
+        from transformers import GenerationConfig
+
         if tokenizer.eos_token_id is None:
             raise ValueError("The tokenizer has no eos_token, so a reply could never end; set "
                              "tokenizer.eos_token to the model's end-of-turn token.")
@@ -175,6 +229,12 @@ class HFPolicy:
         self.tokenizer = tokenizer
         self.sampling = sampling or Sampling()
         self.chat = chat or ChatFormat.from_tokenizer(tokenizer)
+        # A checkpoint's generation_config (Qwen3: top_k=20, top_p=0.95, temperature=0.6) fills every value
+        # generate() is not given; replace it, so that nothing but Sampling shapes the distribution.
+        self.checkpoint_generation_config = model.generation_config
+        """The model's own generation config, as loaded (put back when a learner saves the model)."""
+        model.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id,
+                                                   pad_token_id=tokenizer.pad_token_id)
         limit = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
         self.max_context = self.sampling.max_context_tokens or limit or 4096
 
@@ -227,14 +287,16 @@ class HFPolicy:
     def generate(self, trajectories: Sequence[Trajectory]) -> list[str]:
         """Sample one reply for each trajectory, in one batch; append the sampled ids to each.
 
-        A reply ends with the end-of-turn token (kept: the model learns to stop) or at
-        ``max_new_tokens``. Returns the replies' text without special tokens.
+        Replies are drawn from ``softmax(logits / temperature)`` over the whole vocabulary (nucleus-cut only
+        when ``top_p < 1``), the distribution a learner trains, and each sampled id's log-probability under
+        it is recorded in the trajectory (:meth:`append_reply`). Returns the replies' text without special
+        tokens.
 
         Raises:
             ContextFull: a trajectory has no room for a reply; nothing is appended to any of them.
         """
         torch = require_torch()
-        from transformers import GenerationConfig
+        from transformers import GenerationConfig, LogitsProcessorList
 
         if not trajectories:
             return []
@@ -250,20 +312,73 @@ class HFPolicy:
             ids[row, width - len(t):] = torch.tensor(t.ids)
             attention[row, width - len(t):] = 1
         s = self.sampling
+        # Every value that selects logits processors is set, so none comes from transformers' defaults
+        # (top_k=50 when unset); temperature and top_p are applied by the recorder, which runs last.
         config = GenerationConfig(
-            max_new_tokens=max(rooms), do_sample=not s.greedy, temperature=s.temperature if not s.greedy else None,
-            top_p=s.top_p if not s.greedy else None, top_k=None, eos_token_id=eos, pad_token_id=pad)
+            max_new_tokens=max(rooms), do_sample=not s.greedy, temperature=1.0, top_k=0, top_p=1.0, min_p=None,
+            typical_p=1.0, epsilon_cutoff=0.0, eta_cutoff=0.0, repetition_penalty=1.0, no_repeat_ngram_size=0,
+            min_new_tokens=0, renormalize_logits=False, eos_token_id=eos, pad_token_id=pad)
+        recorder = _SamplerLogprobs(s.temperature, s.top_p)
         with torch.no_grad():
             out = self.model.generate(input_ids=ids.to(self.device), attention_mask=attention.to(self.device),
-                                      generation_config=config)
+                                      generation_config=config, logits_processor=LogitsProcessorList([recorder]))
+        new_ids = out[:, width:]
+        logprobs = recorder.finish(new_ids).tolist()
         texts = []
         for row, t in enumerate(trajectories):
-            new = out[row, width:].tolist()[: rooms[row]]
-            if eos in new:
-                new = new[: new.index(eos) + 1]
-            t.add_reply(new)
-            texts.append(self.tokenizer.decode(new, skip_special_tokens=True))
+            n = min(rooms[row], new_ids.shape[1])
+            texts.append(self.append_reply(t, new_ids[row, :n].tolist(), logprobs[row][:n]))
         return texts
+
+    def append_reply(self, trajectory: Trajectory, ids: Sequence[int], logprobs: Sequence[float]) -> str:
+        """Append a sampled reply (cut after its first end-of-turn token) and return its text.
+
+        A reply cut by ``max_new_tokens`` gets the end-of-turn token appended as context (not trained: the
+        model did not sample it), so that the next turn starts after a closed one as the chat template lays
+        it out; not when the context window is full, since then no turn follows.
+        """
+        eos = self.tokenizer.eos_token_id
+        ids, logprobs = list(ids), list(logprobs)
+        if eos in ids:
+            end = ids.index(eos) + 1
+            ids, logprobs = ids[:end], logprobs[:end]
+        trajectory.add_reply(ids, logprobs)
+        if (not ids or ids[-1] != eos) and len(trajectory) < self.max_context:
+            trajectory.add_context([eos])
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+
+class _SamplerLogprobs:
+    """The last logits processor of ``generate``: applies temperature (and nucleus, when ``top_p < 1``) and
+    records the log-probability of each sampled token under exactly the distribution it was drawn from.
+
+    It keeps one ``[B, V]`` row of log-probabilities at a time: at each call the previous step's sampled
+    token is the last input id; :meth:`finish` takes the last step's from the output.
+    """
+
+    def __init__(self, temperature: float, top_p: float):
+        self.temperature, self.top_p = temperature, top_p
+        self.previous: Any = None
+        self.picked: list[Any] = []
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        torch = require_torch()
+        if self.previous is not None:
+            self.picked.append(self.previous.gather(-1, input_ids[:, -1:]).squeeze(-1))
+        scores = scores.float() / (self.temperature or 1.0)
+        if self.top_p < 1.0:
+            ordered, order = scores.sort(dim=-1, descending=True)
+            outside = ordered.softmax(-1).cumsum(-1) - ordered.softmax(-1) >= self.top_p  # keeps the first
+            scores = scores.scatter(-1, order, ordered.masked_fill(outside, -math.inf))
+        self.previous = torch.log_softmax(scores, dim=-1)
+        return scores
+
+    def finish(self, new_ids: Any) -> Any:
+        """``[B, n]`` log-probabilities of the ``n`` generated ids of each row."""
+        torch = require_torch()
+        if self.previous is not None and len(self.picked) < new_ids.shape[1]:
+            self.picked.append(self.previous.gather(-1, new_ids[:, len(self.picked)][:, None]).squeeze(-1))
+        return torch.stack(self.picked, dim=1).cpu() if self.picked else torch.zeros(new_ids.shape)
 
 
 class HFAgent:

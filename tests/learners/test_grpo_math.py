@@ -94,3 +94,55 @@ def test_token_level_loss_is_independent_of_the_micro_batch_split():
     parts = sum(policy_loss(logp[i:i + 1], old[i:i + 1], adv[i:i + 1], mask[i:i + 1], num_tokens=n)[0]
                 for i in range(4))
     assert parts.item() == pytest.approx(whole.item())
+
+
+def test_padded_positions_never_make_the_loss_or_its_gradient_nan():
+    """Padding holds whatever the batch left there: a huge gap to the reference, -inf, NaN. Masked out,
+    none of it may reach the loss or the gradient (inf * 0 is NaN)."""
+    logp = torch.tensor([[-1.0, -2.0, -0.5, -0.7]], requires_grad=True)
+    mask = torch.tensor([[1.0, 1.0, 0.0, 0.0]])
+    ref = torch.tensor([[-1.2, -1.5, 200.0, float("nan")]])  # rows padded differently: garbage past the end
+    old = torch.tensor([[-1.0, -2.0, float("-inf"), 0.0]])
+    loss, stats = policy_loss(logp, old, torch.tensor([1.0]), mask, ref_logp=ref, kl_coef=0.1)
+    loss.backward()
+    assert torch.isfinite(loss) and torch.isfinite(logp.grad).all() and math.isfinite(stats["kl"])
+    assert logp.grad[0, 2:].tolist() == [0.0, 0.0]
+    k3 = sum(math.exp(d) - d - 1 for d in (-0.2, 0.5))
+    assert stats["kl"] == pytest.approx(k3) and loss.item() == pytest.approx((-2 + 0.1 * k3) / 2)
+
+
+def test_the_ratio_is_taken_against_the_sampler_log_probs():
+    """Where the sampler's numbers differ from the trainer's (vLLM, bf16), the ratio corrects for it."""
+    logp = torch.log(torch.tensor([[0.5, 0.5]])).requires_grad_()
+    sampler = torch.log(torch.tensor([[0.25, 0.45]]))  # ratios 2.0 and 1.11
+    loss, stats = policy_loss(logp, sampler, torch.tensor([1.0]), torch.ones(1, 2))
+    assert loss.item() == pytest.approx(-(1.28 + 0.5 / 0.45) / 2) and stats["clipped"] == 1
+
+
+def test_sampler_log_probs_line_up_with_the_trainers_columns():
+    from frog_gym.learners.grpo import sampler_logprobs
+
+    t = Trajectory()
+    t.add_context([5, 6])
+    t.add_reply([7, 8], [-0.5, -0.25])
+    t.add_context([9])
+    t.add_reply([10], [-1.0])
+    assert sampler_logprobs([t], 5).tolist() == [[0.0, -0.5, -0.25, 0.0, -1.0]]  # column j: token j + 1
+    t.add_reply([11])  # written without a sampler
+    with pytest.raises(ValueError, match="without the sampler's log-probability"):
+        sampler_logprobs([t], 6)
+
+
+def test_context_past_the_window_is_not_trained_on():
+    from frog_gym.learners.grpo import clip_context
+
+    t = Trajectory()
+    t.add_context([1, 2])
+    t.add_reply([3], [-0.5])
+    t.add_context([4, 5, 6])  # an observation that overflowed a window of 4 tokens
+    cut = clip_context(t, 4)
+    assert (cut.ids, cut.mask, cut.logprobs, cut.turns) == ([1, 2, 3, 4], [0, 0, 1, 0], [0.0, 0.0, -0.5, 0.0],
+                                                            [(2, 3)])
+    assert clip_context(t, 6) is t
+    with pytest.raises(ValueError, match="runs past the context window"):
+        clip_context(t, 2)

@@ -85,3 +85,25 @@ def test_the_context_limit_ends_the_episode_with_submit(tiny_model):
     agent = HFAgent(tiny_model, max_context_tokens=8)
     agent.reset("a prompt long enough to fill the eight-token window " * 3, {})
     assert agent.act("") == {"tool": "submit"} and agent.stats.extra["context_full"]
+
+
+def test_a_reply_cut_at_max_new_tokens_is_closed_by_an_untrained_end_marker(tiny_model):
+    policy = HFPolicy.from_pretrained(tiny_model, Sampling(temperature=1.0, max_new_tokens=2))
+    eos = policy.tokenizer.eos_token_id
+    torch.manual_seed(0)
+    batch = [policy.start("Fix `add`.") for _ in range(16)]
+    start = len(batch[0])
+    policy.generate(batch)
+    cut = [t for t in batch if eos not in t.generated()[0]]
+    assert cut, "no reply was cut at two tokens"
+    for t in batch:
+        (a, b), = t.turns
+        assert a == start and t.mask[a:b] == [1] * (b - a) and t.ids[a:b] == t.generated()[0]
+        assert t.ids[-1] == eos  # sampled, or appended as the end marker
+        if t in cut:
+            assert len(t) == b + 1 and t.mask[-1] == 0 and t.logprobs[-1] == 0.0
+    # at the context limit no turn follows, so no marker is added
+    short = HFPolicy.from_pretrained(tiny_model, Sampling(max_new_tokens=2, max_context_tokens=start + 2))
+    t = short.start("Fix `add`.")
+    short.generate([t])
+    assert len(t) == start + len(t.generated()[0]) <= short.max_context
