@@ -336,6 +336,10 @@ def _fold(node: ast.AST, consts: dict[str, object], depth: int = 0) -> object:
                 return value[slice(*bounds)]
             return value[f(s)]
         if isinstance(node, ast.Call) and not node.keywords:
+            if isinstance(node.func, ast.Name) and node.func.id == "map" and len(node.args) == 2 and \
+                    isinstance(node.args[0], ast.Name) and node.args[0].id in ("chr", "str"):
+                items = f(node.args[1])
+                return None if items is None else [chr(i) if node.args[0].id == "chr" else str(i) for i in items]
             args = [f(a) for a in node.args]
             if any(a is None for a in args):
                 return None
@@ -349,9 +353,6 @@ def _fold(node: ast.AST, consts: dict[str, object], depth: int = 0) -> object:
                     return args[0] if name == "str" else list(args[0])
                 if name == "reversed" and len(args) == 1:
                     return list(reversed(args[0]))
-                if name == "map" and len(args) == 2 and isinstance(node.args[0], ast.Name) and \
-                        node.args[0].id in ("chr", "str"):
-                    return [chr(a) if node.args[0].id == "chr" else str(a) for a in args[1]]
                 return None
             if isinstance(node.func, ast.Attribute):
                 obj = f(node.func.value)
@@ -649,10 +650,16 @@ class _Walk(ast.NodeVisitor):
             return
         obj = node.args[0] if func in ("getattr", "setattr", "delattr") and node.args else None
         module = self.module_of(obj) if obj is not None else None
+        owner = module
         for part in arg.value.split(".") if dotted else [arg.value]:
             if part.startswith("_") and not _is_dunder(part):
                 self.hit(node, "private", part, f"{func} of the private attribute {part!r}", unless=("attr", part))
-            self.attribute(node, module, part)
+            self.attribute(node, owner, part)
+            if part in _REACHES_MODULE_ANYWHERE and owner is None:
+                self.module_use(node, part, f"a module reached by {func} as the attribute {part!r}:")
+            owner = part if part in _REACHES_MODULE_ANYWHERE else None if owner is None else \
+                f"{owner}.{part}" if f"{owner}.{part}" in _ANYWHERE or f"{owner}.{part}" in _WHERE_USED else \
+                part if part in _MODULE_NAMES else None
         if func == "setattr" and module is not None and module.split(".")[0] not in self.own:
             self.hit(node, "monkeypatch", f"{module}.{arg.value}", f"an assignment to another module's attribute "
                                                                     f"{module}.{arg.value}")
