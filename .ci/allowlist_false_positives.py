@@ -37,6 +37,35 @@ from frog_gym.workspace import apply_patch
 
 ROOT = Path(__file__).resolve().parents[1]
 
+_RESTORED = ("the bug took out (or changed) this construct of the repository's own code and the fix puts it "
+             "back; allowed as graded, where the file's own version has it in that function")
+REASONS = {
+    **dict.fromkeys(("blinker__removed_statement-0d631d40", "boltons__combo2-1a21ec22",
+                     "boltons__dict_key_or_attribute-560cc033", "pluggy__combo2-fa61425a", "pluggy__combo3-f0499753",
+                     "pluggy__exception_handling-477889a9", "six__combo2-3c83df53", "six__combo2-5991f40b",
+                     "six__combo2-aab52d56", "six__combo2-b3888268", "six__combo2-c6bd544a", "six__combo2-fb73b06b",
+                     "six__removed_statement-22417924", "six__removed_statement-65a3f207",
+                     "six__removed_statement-6b03902b", "six__removed_statement-7ef7bb1e", "toolz__combo2-bc33196b",
+                     "toolz__missing_branch-4279f154", "toolz__missing_branch-7e089480", "wrapt__combo2-32a86189",
+                     "wrapt__combo2-d4b9b1c0", "wrapt__missing_branch-c81a3518"), _RESTORED),
+    "boltons__live-26.0.0-2": "a real feature (partition by attribute name) reads an attribute named by the caller "
+                              "in a new function; allowed as graded (the release's own code does it there); written "
+                              "anywhere else it is refused: a computed attribute name is what forgeries use",
+    "markdown__live-3.9-1": "a real feature formats a template from the extension's configuration; allowed as graded "
+                            "(the release does it in that function); elsewhere refused: str.format reaches attributes "
+                            "by the names in a template the check can't read",
+    "python-dotenv__live-1.0.1-1": "the library walks the caller's frames to find a .env file, and the fix extends "
+                                   "that loop; allowed as graded (the same function walks frames in the release); a "
+                                   "new frame walk is refused",
+    **dict.fromkeys(("semver__live-3.1.1-1", "semver__live-3.1.1-2", "semver__live-3.1.1-4"),
+                    "the fix turns the version regex template into an f-string, so its .format() no longer reads a "
+                    "literal; allowed as graded (the release does it in those functions), refused elsewhere"),
+    "tabulate__live-0.9.0-1": "a release's worth of features: an import of wcwidth at the top (a third-party module "
+                              "the file imported only lazily), templates formatted from data, getattr by a column "
+                              "name; allowed as graded, each refused where the release does not do it",
+}
+"""Why each fix the check flags raw is allowed or not (the list in docs/allowlist-false-positives.md)."""
+
 
 @dataclass(frozen=True)
 class Fix:
@@ -113,16 +142,36 @@ def measure(fixes) -> dict:
 
 def report(result: dict) -> str:
     """``measure``'s result as markdown: a summary table, then every flagged fix with its flags."""
-    lines = ["| fixes | count | Python files | flagged raw | rate raw | flagged as graded |", "|---|---|---|---|---|---|"]
+    lines = [
+        "# False positives of the static allowlist check", "",
+        "Made by `python .ci/allowlist_false_positives.py --markdown docs/allowlist-false-positives.md` (slow test "
+        "`test_the_static_check_passes_every_registered_gold_patch` checks it). Every registered gold patch (the "
+        "pool's, and FrogLive's real fixes) and every fix the `apr` agent found (`docs/difficulty/*.results.jsonl`) "
+        "is checked file by file as the agent would have written it, on the task's buggy tree.", "",
+        "- **raw**: what the fix adds to the file as the agent found it, with no other allowance. The strict figure.",
+        "- **as graded**: with grading's allowance for what the repository's own version of the file does (the same "
+        "construct in the same function, a module it imports). For a gold patch that version *is* the fixed file, "
+        "so this figure can only be 0 there; it is the figure that decides a reward, and the one that is "
+        "informative for `apr`'s fixes, which differ from the gold.", "",
+        "| fixes | count | Python files | flagged raw | rate raw | flagged as graded |", "|---|---|---|---|---|---|"]
     for source, s in sorted(result.items()):
         lines.append(f"| {source} | {s['fixes']} | {s['files']} | {len(s['raw'])} | "
                      f"{len(s['raw']) / max(s['fixes'], 1):.2%} | {len(s['graded'])} |")
     total = sum(s["fixes"] for s in result.values())
     raw = sum(len(s["raw"]) for s in result.values())
-    lines += ["", f"All: {raw} of {total} fixes flagged raw ({raw / max(total, 1):.2%}).", ""]
+    graded = sum(len(s["graded"]) for s in result.values())
+    lines += ["", f"All: {raw} of {total} fixes flagged raw ({raw / max(total, 1):.2%}), {graded} as graded "
+                  f"({graded / max(total, 1):.2%}). Each fix flagged raw, with what was flagged and why it is "
+                  f"allowed or not:", ""]
     for source, s in sorted(result.items()):
         for task_id, got in s["raw"]:
-            lines.append(f"- {source} `{task_id}`: " + "; ".join(f"`{g}`" for g in got))
+            constructs = "; ".join(f"`{g.split(': ', 2)[-1]}` ({g.split(': adds ')[-1].split(' (')[0].split(':')[0]})"
+                                   for g in got)
+            lines.append(f"- {source} `{task_id}`: {constructs}. **Why:** "
+                         f"{REASONS.get(task_id, 'no reason recorded: decide, and add it to REASONS')}.")
+    for source, s in sorted(result.items()):
+        for task_id, got in s["graded"]:
+            lines.append(f"- {source} `{task_id}` **flagged as graded**: " + "; ".join(f"`{g}`" for g in got))
     return "\n".join(lines) + "\n"
 
 

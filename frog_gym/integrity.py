@@ -9,10 +9,17 @@ inside the test process, so grading trusts nothing that process could fake on it
    pytest configuration (``pytest.ini``, ``tox.ini``, ``setup.cfg``, ``pyproject.toml``, ``conftest.py``),
    interpreter start-up hooks (``sitecustomize``, ``usercustomize``, ``*.pth``), compiled code and new
    top-level modules are reset to the pristine tree, so the run's configuration is the spec's alone.
-2. **Static check** (:func:`tampering`): what the agent's edits *add* to a Python file is scanned for the
-   vocabulary a forgery needs and a bug fix does not: pytest's internals, the report plugin, interpreter
-   introspection (frames, ``gc``, ``sys.modules``, code objects), dynamic code (``exec``, ``__import__``),
-   hard exits and the grading paths. A hit scores 0 and names the line in ``info["tampering"]``.
+2. **Static check** (:func:`tampering`), an allowlist decided on the host, where the agent's code never runs:
+   what the edits *add* to a Python file may use ordinary library vocabulary only. Nothing computed may reach
+   an attribute, a module or code (``getattr`` with a computed, private or special name, any alias of it,
+   ``exec``/``eval``/``compile``/``__import__``/``importlib``); the interpreter's introspection (``sys``,
+   ``traceback``, ``inspect``, ``gc``, ``weakref``, ``signal``, ``threading``, ``atexit``, ``ctypes``...) only
+   where the file already imports it, and then not its frame-reaching parts, however it is reached
+   (``os.sys``, ``traceback.linecache``); no special method that makes a value equal anything or runs code at
+   its finalisation; no string that, once its literal pieces are put together, names ``/proc``, ``/dev`` or
+   the grading machinery; no read of the environment but one variable by its literal name. What the file's
+   own version already does in the same function stays allowed. A hit scores 0 and names the file, the line
+   and the construct in ``info["tampering"]``.
 3. **Authenticated results**: the report plugin reads a per-run key from a FIFO before any agent code can
    run (it loads with ``-p``, ahead of the package under test) and signs the report with it (HMAC-SHA256);
    a report written by anything else, or a key read by anything else, fails verification.
@@ -135,7 +142,9 @@ _ANYWHERE: dict[str, frozenset[str] | None] = {
         "mimetypes", "numbers", "os.path", "posixpath", "ntpath", "pathlib", "pprint", "queue", "random", "re",
         "reprlib", "secrets", "shlex", "shutil", "stat", "statistics", "string", "struct", "tempfile", "textwrap",
         "time", "tomllib", "unicodedata", "urllib", "uuid", "warnings", "xml", "zlib", "zipfile", "tarfile",
-        "zoneinfo", "io", "asyncio", "typing_extensions", "__future__",
+        "zoneinfo", "io", "asyncio", "typing_extensions", "__future__", "getopt", "optparse", "gettext",
+        "graphlib", "plistlib", "filecmp", "sqlite3", "token", "stringprep", "encodings", "quopri", "wsgiref",
+        "netrc", "sched", "selectors", "cgi", "nturl2path",
     ), None),
     "typing": None, "functools": None, "operator": None, "logging": None, "codecs": None,
     "os": frozenset({
@@ -160,7 +169,7 @@ _WHERE_USED: dict[str, frozenset[str]] = {
         "version_info", "version", "hexversion", "implementation", "platform", "byteorder", "maxsize",
         "maxunicode", "float_info", "int_info", "stdout", "stderr", "stdin", "__stdout__", "__stderr__",
         "getdefaultencoding", "getfilesystemencoding", "getrecursionlimit", "getsizeof", "intern", "exit",
-        "exc_info", "exception", "flags", "argv", "executable", "is_finalizing",
+        "exc_info", "exception", "flags", "is_finalizing",
     }),
     "threading": frozenset({"Lock", "RLock", "Event", "Condition", "Semaphore", "BoundedSemaphore", "local",
                             "get_ident", "current_thread", "main_thread", "TIMEOUT_MAX", "Barrier"}),
@@ -214,7 +223,7 @@ _FRAME_ATTRS = frozenset({
 """Attributes that reach frames, code objects, closures, the builtins or every class: new only as an exact copy
 of an occurrence the file already has (the same construct in the same function)."""
 
-_DENIED = frozenset({"typing.get_type_hints", "typing.ForwardRef", "typing.evaluate_forward_ref", "codecs.register",
+_DENIED = frozenset({"string.Formatter", "typing.get_type_hints", "typing.ForwardRef", "typing.evaluate_forward_ref", "codecs.register",
                      "codecs.register_error", "logging.setLoggerClass", "logging.setLogRecordFactory",
                      "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell", "io.open_code"})
 """Attributes of the modules in :data:`_ANYWHERE` that an edit may not add: each evaluates strings as code,
@@ -231,6 +240,7 @@ _PLAIN_DUNDERS = frozenset({
     "__deepcopy__", "__get__", "__set__", "__delete__", "__debug__", "__package__", "__wrapped__", "__await__",
     "__length_hint__", "__sizeof__", "__dir__", "__getstate__", "__setstate__", "__path__", "__cause__",
     "__context__", "__suppress_context__", "__notes__", "__class_getitem__", "__orig_bases__", "__match_args__",
+    "__signature__", "__prepare__", "__text_signature__", "__firstlineno__", "__type_params__",
 })
 """Special names whose use reads or calls what ordinary operators already do: allowed anywhere. Any other
 special attribute is allowed where the file's own version already uses it."""
@@ -288,7 +298,10 @@ def _rules(module: str) -> tuple[bool, frozenset[str] | None]:
     for i in range(len(parts), 0, -1):
         name = ".".join(parts[:i])
         if name in _WHERE_USED:
-            return False, _WHERE_USED[name] if i == len(parts) else frozenset()
+            if i == len(parts):
+                return False, _WHERE_USED[name]
+            # an object the module lets an edit use (inspect.Parameter) is used freely; anything else is not
+            return False, None if i == len(parts) - 1 and parts[-1] in _WHERE_USED[name] else frozenset()
         if name in _ANYWHERE:
             return True, _ANYWHERE[name] if i == len(parts) else None
     if parts[0] in sys.stdlib_module_names or module.startswith("_"):
@@ -312,14 +325,16 @@ def _fold(node: ast.AST, consts: dict[str, object], depth: int = 0) -> object:
             return -value if isinstance(value, int) else None
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             items = [f(e) for e in node.elts]
-            return None if any(i is None for i in items) else items
+            return None if any(i is None for i in items) else tuple(items) if isinstance(node, ast.Tuple) else items
         if isinstance(node, ast.JoinedStr):
             parts = [f(v.value) if isinstance(v, ast.FormattedValue) else f(v) for v in node.values]
             return None if any(p is None for p in parts) else "".join(str(p) for p in parts)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.Mod)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.Mod, ast.Div)):
             a, b = f(node.left), f(node.right)
             if a is None or b is None:
                 return None
+            if isinstance(node.op, ast.Div):  # Path("/") / "proc"
+                return a.rstrip("/") + "/" + b if isinstance(a, str) and isinstance(b, str) else None
             if isinstance(node.op, ast.Mult):
                 n, seq = (a, b) if isinstance(a, int) else (b, a)
                 return seq * n if not isinstance(seq, int) and n * len(seq) <= 10000 else None
@@ -343,6 +358,11 @@ def _fold(node: ast.AST, consts: dict[str, object], depth: int = 0) -> object:
             args = [f(a) for a in node.args]
             if any(a is None for a in args):
                 return None
+            called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr \
+                if isinstance(node.func, ast.Attribute) else ""
+            if called in ("Path", "PurePath", "PosixPath", "PurePosixPath") or called == "join" and \
+                    isinstance(node.func, ast.Attribute) and not isinstance(f(node.func.value), (str, bytes)):
+                return "/".join(a.rstrip("/") for a in args) if all(isinstance(a, str) for a in args) else None
             if isinstance(node.func, ast.Name):
                 name = node.func.id
                 if name == "chr" and len(args) == 1:
@@ -501,6 +521,8 @@ class _Walk(ast.NodeVisitor):
                                             f"attributes (what is reached through it can't be read)")
         if node.id in _CODE:
             self.hit(node, "code", node.id, f"use of {node.id} (code or a namespace built at run time)")
+        elif node.id in _FRAME_ATTRS:
+            self.hit(node, "attribute", node.id, f"use of {node.id} (frames, code, closures or the builtins)")
         elif isinstance(node.ctx, ast.Store) and _is_dunder(node.id) and not self.local:
             if node.id in _BEHAVIOUR_METHODS:
                 self.hit(node, "defines", node.id, f"a definition of {node.id} (a value or class that answers "
@@ -562,6 +584,10 @@ class _Walk(ast.NodeVisitor):
             self.hit(node, "dunder", attr, f"access to the special attribute {attr!r}", unless=("dunder", attr))
         if module is None:
             return
+        if _is_dunder(attr) and attr not in ("__name__", "__file__", "__version__", "__all__", "__doc__"):
+            self.hit(node, "reach", f"{module}.{attr}", f"access to the special attribute {attr!r} of the module "
+                                                        f"{module}")
+            return
         if attr in ("environ", "environb", "getenv", "getenvb", "putenv", "unsetenv") and module == "os":
             self.environ(node)
             return
@@ -606,6 +632,10 @@ class _Walk(ast.NodeVisitor):
         if node.attr in _NAMERS and id(node) not in self.calls and base is not None:
             self.hit(node, "alias", node.attr, f"a reference to {node.attr} that is not a direct call (an alias, "
                                                f"or an argument to another function: what it reaches can't be read)")
+        if isinstance(node.ctx, ast.Store) and node.attr in _BEHAVIOUR_METHODS:
+            self.hit(node, "defines", node.attr, f"an assignment of the special method {node.attr} (a value or "
+                                                 f"class that answers comparisons or attribute lookups by code of "
+                                                 f"its own)")
         if isinstance(node.ctx, (ast.Store, ast.Del)) and base is not None and base.split(".")[0] not in self.own:
             self.hit(node, "monkeypatch", ast.unparse(node), f"an assignment to another module's attribute "
                                                               f"{ast.unparse(node)}")
@@ -660,6 +690,9 @@ class _Walk(ast.NodeVisitor):
             owner = part if part in _REACHES_MODULE_ANYWHERE else None if owner is None else \
                 f"{owner}.{part}" if f"{owner}.{part}" in _ANYWHERE or f"{owner}.{part}" in _WHERE_USED else \
                 part if part in _MODULE_NAMES else None
+        if func == "setattr" and arg.value in _BEHAVIOUR_METHODS:
+            self.hit(node, "defines", arg.value, f"an assignment of the special method {arg.value} (a value or class "
+                                                 f"that answers comparisons or attribute lookups by code of its own)")
         if func == "setattr" and module is not None and module.split(".")[0] not in self.own:
             self.hit(node, "monkeypatch", f"{module}.{arg.value}", f"an assignment to another module's attribute "
                                                                     f"{module}.{arg.value}")
@@ -710,6 +743,9 @@ class _Walk(ast.NodeVisitor):
         for s in _STRINGS:
             if s in low:
                 self.hit(node, "string", s, f"a string that spells {s!r}")
+        if len(text) < 40 and any(p in _FRAME_ATTRS for p in text.split(".")):
+            self.hit(node, "string", text, f"a string naming {text!r} (an attribute that reaches frames or code, "
+                                           f"as data)")
         for field_ in _FIELD.findall(text):  # "{0.__globals__}".format(f) reads an attribute by its field name
             for attr in field_.split(".")[1:]:
                 attr = attr.split("[")[0]
