@@ -660,8 +660,10 @@ class _Walk(ast.NodeVisitor):
             self.literal_name(node, name, node.args[at] if len(node.args) > at else None)
         elif name in ("attrgetter", "methodcaller"):
             names = node.args if name == "attrgetter" else node.args[:1]
+            up = self.parent.get(node)  # attrgetter("modules")(sys): the object is known after all
+            applied = up.args[0] if isinstance(up, ast.Call) and up.func is node and up.args else None
             for a in names or [None]:
-                self.literal_name(node, name, a, dotted=name == "attrgetter")
+                self.literal_name(node, name, a, dotted=name == "attrgetter", obj=applied)
         elif name == "type" and len(node.args) == 3:
             self.hit(node, "dynamic", "type", "a class made by type() from a computed namespace")
         elif name in ("format", "format_map") and isinstance(func, ast.Attribute) and \
@@ -674,11 +676,13 @@ class _Walk(ast.NodeVisitor):
             self.hit(node, "callback", name, "a weak reference with a callback (run when the interpreter decides)")
         self.generic_visit(node)
 
-    def literal_name(self, node: ast.Call, func: str, arg: ast.AST | None, dotted: bool = False) -> None:
+    def literal_name(self, node: ast.Call, func: str, arg: ast.AST | None, dotted: bool = False,
+                     obj: ast.AST | None = None) -> None:
         if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
             self.hit(node, "dynamic", func, f"{func} with a computed name")
             return
-        obj = node.args[0] if func in ("getattr", "setattr", "delattr") and node.args else None
+        if func in ("getattr", "setattr", "delattr") and node.args:
+            obj = node.args[0]
         module = self.module_of(obj) if obj is not None else None
         owner = module
         for part in arg.value.split(".") if dotted else [arg.value]:
