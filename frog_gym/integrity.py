@@ -747,9 +747,11 @@ class _Walk(ast.NodeVisitor):
         for s in _STRINGS:
             if s in low:
                 self.hit(node, "string", s, f"a string that spells {s!r}")
-        if len(text) < 40 and any(p in _FRAME_ATTRS for p in text.split(".")):
-            self.hit(node, "string", text, f"a string naming {text!r} (an attribute that reaches frames or code, "
-                                           f"as data)")
+        named = [a for a in _FRAME_ATTRS if (a.startswith("__") or "_" in a[:3]) and a in text]
+        if named or len(text) < 40 and any(p in _FRAME_ATTRS for p in text.split(".")):
+            self.hit(node, "string", named[0] if named else text, f"a string naming {(named or [text])[0]!r} (an "
+                                                                  f"attribute that reaches frames or code, as data: "
+                                                                  f"a template engine or getattr reads it)")
         for field_ in _FIELD.findall(text):  # "{0.__globals__}".format(f) reads an attribute by its field name
             for attr in field_.split(".")[1:]:
                 attr = attr.split("[")[0]
