@@ -223,7 +223,8 @@ _FRAME_ATTRS = frozenset({
 """Attributes that reach frames, code objects, closures, the builtins or every class: new only as an exact copy
 of an occurrence the file already has (the same construct in the same function)."""
 
-_DENIED = frozenset({"string.Formatter", "typing.get_type_hints", "typing.ForwardRef", "typing.evaluate_forward_ref", "codecs.register",
+_DENIED = frozenset({"string.Formatter", "typing.get_type_hints", "typing.ForwardRef", "typing.evaluate_forward_ref",
+                     "codecs.register",
                      "codecs.register_error", "logging.setLoggerClass", "logging.setLogRecordFactory",
                      "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell", "io.open_code"})
 """Attributes of the modules in :data:`_ANYWHERE` that an edit may not add: each evaluates strings as code,
@@ -463,10 +464,10 @@ class _Walk(ast.NodeVisitor):
         owner = self.parent.get(node)
         if _is_dunder(node.name) and node.name in _BEHAVIOUR_METHODS and isinstance(owner, (ast.ClassDef, ast.Module)):
             where = "a module" if isinstance(owner, ast.Module) else f"class {owner.name}"
-            self.hits.append(_Hit(("defines", node.name, ".".join(self.scope) or "<module>"), None,
-                                  node.lineno, f"def {node.name}", f"a definition of {node.name} in {where} (a value or class that "
-                                               f"answers comparisons, formatting, attribute lookups or its own "
-                                               f"end by code of its own)"))
+            self.hits.append(_Hit(("defines", node.name, ".".join(self.scope) or "<module>"), None, node.lineno,
+                                  f"def {node.name}", f"a definition of {node.name} in {where} (a value or class that "
+                                                      f"answers comparisons, formatting, attribute lookups or its own "
+                                                      f"end by code of its own)"))
         self.in_scope(node, node.name)
 
     visit_AsyncFunctionDef = visit_FunctionDef
