@@ -143,7 +143,7 @@ _ANYWHERE: dict[str, frozenset[str] | None] = {
         "reprlib", "secrets", "shlex", "shutil", "stat", "statistics", "string", "struct", "tempfile", "textwrap",
         "time", "tomllib", "unicodedata", "urllib", "uuid", "warnings", "xml", "zlib", "zipfile", "tarfile",
         "zoneinfo", "io", "asyncio", "typing_extensions", "__future__", "getopt", "optparse", "gettext",
-        "graphlib", "plistlib", "filecmp", "sqlite3", "token", "stringprep", "encodings", "quopri", "wsgiref",
+        "graphlib", "plistlib", "filecmp", "token", "stringprep", "encodings", "quopri", "wsgiref",
         "netrc", "sched", "selectors", "cgi", "nturl2path",
     ), None),
     "typing": None, "functools": None, "operator": None, "logging": None, "codecs": None,
