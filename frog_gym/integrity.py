@@ -288,9 +288,12 @@ class _Hit:
 
 
 def _own(path: str) -> frozenset[str]:
-    """Top-level names the file's own package could have: the folders of its path and its module name."""
-    parts = PurePosixPath(path).with_suffix("").parts
-    return frozenset(p for p in parts if p.isidentifier() and p not in ("src", "lib"))
+    """The top-level name of the file's own package: the first folder of its path (after ``src``/``lib``), or
+    the module itself for a top-level module. Never a standard-library name: an absolute ``import sys`` in
+    ``pkg/sys.py`` is the interpreter's ``sys``."""
+    parts = [p for p in PurePosixPath(path).with_suffix("").parts if p not in ("src", "lib")]
+    top = parts[0] if parts else ""
+    return frozenset({top} if top.isidentifier() and top not in _MODULE_NAMES else ())
 
 
 def _rules(module: str) -> tuple[bool, frozenset[str] | None]:
