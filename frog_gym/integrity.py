@@ -9,10 +9,17 @@ inside the test process, so grading trusts nothing that process could fake on it
    pytest configuration (``pytest.ini``, ``tox.ini``, ``setup.cfg``, ``pyproject.toml``, ``conftest.py``),
    interpreter start-up hooks (``sitecustomize``, ``usercustomize``, ``*.pth``), compiled code and new
    top-level modules are reset to the pristine tree, so the run's configuration is the spec's alone.
-2. **Static check** (:func:`tampering`): what the agent's edits *add* to a Python file is scanned for the
-   vocabulary a forgery needs and a bug fix does not: pytest's internals, the report plugin, interpreter
-   introspection (frames, ``gc``, ``sys.modules``, code objects), dynamic code (``exec``, ``__import__``),
-   hard exits and the grading paths. A hit scores 0 and names the line in ``info["tampering"]``.
+2. **Static check** (:func:`tampering`), an allowlist decided on the host, where the agent's code never runs:
+   what the edits *add* to a Python file may use ordinary library vocabulary only. Nothing computed may reach
+   an attribute, a module or code (``getattr`` with a computed, private or special name, any alias of it,
+   ``exec``/``eval``/``compile``/``__import__``/``importlib``); the interpreter's introspection (``sys``,
+   ``traceback``, ``inspect``, ``gc``, ``weakref``, ``signal``, ``threading``, ``atexit``, ``ctypes``...) only
+   where the file already imports it, and then not its frame-reaching parts, however it is reached
+   (``os.sys``, ``traceback.linecache``); no special method that makes a value equal anything or runs code at
+   its finalisation; no string that, once its literal pieces are put together, names ``/proc``, ``/dev`` or
+   the grading machinery; no read of the environment but one variable by its literal name. What the file's
+   own version already does in the same function stays allowed. A hit scores 0 and names the file, the line
+   and the construct in ``info["tampering"]``.
 3. **Authenticated results**: the report plugin reads a per-run key from a FIFO before any agent code can
    run (it loads with ``-p``, ahead of the package under test) and signs the report with it (HMAC-SHA256);
    a report written by anything else, or a key read by anything else, fails verification.
@@ -31,16 +38,21 @@ of (``tests/exploits/``) score 0 with its reason, and each new one becomes a tes
 from __future__ import annotations
 
 import ast
+import base64
+import binascii
+import codecs
 import functools
 import hashlib
 import hmac
 import json
 import random
+import re
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-GRADING_VERSION = 4
+GRADING_VERSION = 5
 """Bumped whenever grading's rules change; with :func:`grading_code_digest` it is part of every cached grade's
 key, so no grade made under older rules (or older code) is ever reused."""
 
@@ -111,45 +123,677 @@ def out_of_scope(path: str, mutable: tuple[str, ...], gold_files: frozenset[str]
     return "outside the package's source"
 
 
-# -- the static check ---------------------------------------------------------------------------------------
+# -- the static check: an allowlist of what an edit may add ----------------------------------------------------
+#
+# What the edits add to a Python file may use ordinary library vocabulary, by reference. Everything a forgery
+# needs and a bug fix does not is outside it: reaching an attribute or a module by a computed name, running
+# code built at run time, the interpreter's introspection (frames, code objects, the module table, the garbage
+# collector, finalisers, signal handlers), special methods that change how a value compares or dies, the
+# process's environment and memory. Where the repository's own version of the file already does one of these
+# things, that occurrence (the same construct in the same function) stays allowed; a new one is not.
 
-_MODULES = {"_pytest", "pytest", "pluggy", "py", "gc", "ctypes", "inspect", "importlib", "builtins", "marshal",
-            "atexit", "faulthandler", "frog_report", "sysconfig", "site", "runpy", "pdb", "bdb", "trace",
-            "tracemalloc", "_ctypes", "cffi", "code", "codeop", "zipimport", "pkgutil", "unittest", "doctest", "_thread",
-            "linecache", "tokenize", "subprocess", "_posixsubprocess", "multiprocessing", "pty", "_imp",
-            "_xxsubinterpreters", "_posixshmem"}
-_SUBMODULES = ("concurrent.futures.process",)
-"""Modules flagged by their dotted name where their package is not (``concurrent.futures`` threads are
-ordinary; its process pools start interpreters)."""
-_NAMES = {"__import__", "exec", "eval", "compile", "globals", "breakpoint", "__builtins__", "__loader__", "__spec__",
-          "vars", "ProcessPoolExecutor"}
-_ATTRS = {"__code__", "__globals__", "__closure__", "__subclasses__", "__builtins__", "__func__", "__self__",
-          "f_back", "f_globals", "f_locals", "f_code", "f_builtins", "gi_frame", "cr_frame", "tb_frame",
-          "tb_next", "_getframe", "_current_frames", "settrace", "setprofile", "addaudithook", "_exit",
-          "modules", "meta_path", "path_hooks", "path_importer_cache", "excepthook", "unraisablehook",
-          "displayhook", "__reduce__", "__reduce_ex__", "co_code", "__mro__", "__bases__", "register_at_fork",
-          "execv", "execve", "execl", "execvp", "kill", "killpg", "fork", "forkpty", "system", "popen",
-          "spawnv", "spawnl", "posix_spawn", "dup2", "pidfd_open", "environb", "getpid", "getppid",
-          "__dict__", "__traceback__", "nodeid", "longrepr", "from_item_and_call",
-          # starting a process (grading refuses the package any), and reaching what the guard keeps
-          "fork_exec", "_fork_exec", "posix_spawnp", "spawnve", "spawnvp", "spawnvpe", "spawnle", "spawnlp",
-          "spawnlpe", "execle", "execlp", "execlpe", "execvpe", "ProcessPoolExecutor", "get_context",
-          "set_start_method", "get_objects", "get_referrers", "get_referents", "cell_contents", "__getattribute__"}
-_STRINGS = ("pytest", "frog", "/proc", "/dev/fd", "report.json", "testreport", "longrepr", "nodeid",
-            "exitstatus", "sessionfinish", "runtest", "makereport", "sys.modules", "builtins", "test_", "tests/",
-            "conftest", "/testbed", "__code__", "__globals__", "f_back", "_getframe", "posixsubprocess",
-            "fork_exec", "__closure__", "gi_frame")
+_ANYWHERE: dict[str, frozenset[str] | None] = {
+    # module -> the attributes an edit may add (None: any public one that is not a module)
+    **dict.fromkeys((
+        "abc", "argparse", "array", "ast", "base64", "binascii", "bisect", "calendar", "cmath", "collections",
+        "colorsys", "configparser", "contextlib", "contextvars", "copy", "csv", "dataclasses", "datetime",
+        "decimal", "difflib", "email", "enum", "errno", "fnmatch", "fractions", "glob", "gzip", "bz2", "lzma",
+        "hashlib", "heapq", "hmac", "html", "http", "ipaddress", "itertools", "json", "keyword", "locale", "math",
+        "mimetypes", "numbers", "os.path", "posixpath", "ntpath", "pathlib", "pprint", "queue", "random", "re",
+        "reprlib", "secrets", "shlex", "shutil", "stat", "statistics", "string", "struct", "tempfile", "textwrap",
+        "time", "tomllib", "unicodedata", "urllib", "uuid", "warnings", "xml", "zlib", "zipfile", "tarfile",
+        "zoneinfo", "io", "asyncio", "typing_extensions", "__future__", "getopt", "optparse", "gettext",
+        "graphlib", "plistlib", "filecmp", "token", "stringprep", "encodings", "quopri", "wsgiref",
+        "netrc", "sched", "selectors", "cgi", "nturl2path",
+    ), None),
+    "typing": None, "functools": None, "operator": None, "logging": None, "codecs": None,
+    "os": frozenset({
+        "path", "sep", "altsep", "extsep", "pathsep", "linesep", "curdir", "pardir", "devnull", "name", "fspath",
+        "fsencode", "fsdecode", "PathLike", "getcwd", "getcwdb", "listdir", "scandir", "walk", "stat", "lstat",
+        "makedirs", "mkdir", "remove", "unlink", "rename", "renames", "replace", "rmdir", "removedirs", "chmod",
+        "utime", "access", "cpu_count", "urandom", "strerror", "error", "get_terminal_size", "isatty", "umask",
+        "F_OK", "R_OK", "W_OK", "X_OK", "SEEK_SET", "SEEK_CUR", "SEEK_END", "DirEntry", "stat_result",
+        "terminal_size", "sched_getaffinity", "supports_follow_symlinks", "supports_fd", "readlink", "symlink",
+        "getlogin", "get_exec_path", "times", "uname",
+    }),
+    "types": frozenset({
+        "SimpleNamespace", "MappingProxyType", "GeneratorType", "AsyncGeneratorType", "CoroutineType", "MethodType",
+        "BuiltinFunctionType", "BuiltinMethodType", "NoneType", "EllipsisType", "NotImplementedType", "UnionType",
+        "GenericAlias", "DynamicClassAttribute", "coroutine",
+    }),
+}
+"""Standard-library (and ubiquitous) modules an edit may import anywhere, each with what it may reach."""
+
+_WHERE_USED: dict[str, frozenset[str]] = {
+    "sys": frozenset({
+        "version_info", "version", "hexversion", "implementation", "platform", "byteorder", "maxsize",
+        "maxunicode", "float_info", "int_info", "stdout", "stderr", "stdin", "__stdout__", "__stderr__",
+        "getdefaultencoding", "getfilesystemencoding", "getrecursionlimit", "getsizeof", "intern", "exit",
+        "exc_info", "exception", "flags", "is_finalizing",
+    }),
+    "threading": frozenset({"Lock", "RLock", "Event", "Condition", "Semaphore", "BoundedSemaphore", "local",
+                            "get_ident", "current_thread", "main_thread", "TIMEOUT_MAX", "Barrier"}),
+    "weakref": frozenset({"WeakKeyDictionary", "WeakValueDictionary", "WeakSet", "WeakMethod", "ReferenceType",
+                          "ProxyType", "ref", "proxy"}),
+    "pickle": frozenset({"dumps", "dump", "HIGHEST_PROTOCOL", "DEFAULT_PROTOCOL", "PicklingError",
+                         "UnpicklingError", "PickleError"}),
+    "concurrent": frozenset({"futures"}),
+    "concurrent.futures": frozenset({"ThreadPoolExecutor", "Future", "as_completed", "wait", "TimeoutError",
+                                     "CancelledError", "FIRST_COMPLETED", "ALL_COMPLETED", "FIRST_EXCEPTION"}),
+    "inspect": frozenset({"isclass", "isfunction", "ismethod", "isroutine", "iscoroutinefunction", "isgenerator",
+                          "isgeneratorfunction", "isasyncgenfunction", "isawaitable", "iscoroutine", "isbuiltin",
+                          "isabstract", "ismodule", "isdatadescriptor", "signature", "Signature", "Parameter",
+                          "BoundArguments", "cleandoc", "getdoc", "unwrap", "isasyncgen", "ismethoddescriptor",
+                          "Traceback"}),
+    "traceback": frozenset({"format_exception_only"}),
+    "importlib": frozenset({"metadata"}),
+    "importlib.metadata": frozenset({"version", "PackageNotFoundError", "entry_points", "EntryPoint", "metadata",
+                                     "distribution", "packages_distributions"}),
+    "signal": frozenset({"Signals", "SIGINT", "SIGTERM", "SIGPIPE", "SIG_DFL", "SIG_IGN", "getsignal"}),
+    "dis": frozenset(), "gc": frozenset(), "linecache": frozenset(), "tokenize": frozenset(), "ctypes": frozenset(),
+    "atexit": frozenset(), "faulthandler": frozenset(), "tracemalloc": frozenset(), "trace": frozenset(),
+    "marshal": frozenset(), "copyreg": frozenset(), "shelve": frozenset(), "builtins": frozenset(),
+    "subprocess": frozenset(), "multiprocessing": frozenset(), "pty": frozenset(), "mmap": frozenset(),
+    "socket": frozenset(), "select": frozenset(), "resource": frozenset(), "fcntl": frozenset(),
+    "posix": frozenset(), "code": frozenset(), "codeop": frozenset(), "runpy": frozenset(), "pkgutil": frozenset(),
+    "site": frozenset(), "sysconfig": frozenset(), "zipimport": frozenset(), "pdb": frozenset(), "bdb": frozenset(),
+    "unittest": frozenset(), "doctest": frozenset(), "pytest": frozenset(), "_pytest": frozenset(),
+    "pluggy": frozenset(), "py": frozenset(), "frog_report": frozenset(),
+}
+"""Modules an edit may use only where the file's own version already imports them, each with the attributes
+it may then reach (none of them private, none reaching frames, code, the module table or a callback the
+interpreter runs later). Any other standard-library module, and any private one, is treated as an empty entry
+here; a third-party module is allowed where the file already imports it."""
+
+_MODULE_NAMES = frozenset(set(sys.stdlib_module_names) | set(_WHERE_USED))
+"""Names that denote a module when reached as an attribute (``os.sys``, ``traceback.linecache``)."""
+
+_REACHES_MODULE_ANYWHERE = frozenset({"sys", "gc", "inspect", "linecache", "traceback", "builtins", "ctypes",
+                                      "importlib", "marshal", "pickle", "atexit", "weakref", "tokenize", "dis",
+                                      "subprocess", "multiprocessing", "_pytest", "pytest", "pluggy"})
+"""Attribute names taken to reach that module on any object, not only on a module (``pkg.compat.sys``)."""
+
+_FRAME_ATTRS = frozenset({
+    "f_back", "f_globals", "f_locals", "f_code", "f_builtins", "f_trace", "f_lasti", "tb_frame", "tb_next",
+    "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "co_code", "co_consts", "co_names",
+    "co_filename", "co_varnames", "co_freevars", "co_cellvars", "cell_contents", "__globals__", "__code__",
+    "__closure__", "__builtins__", "__subclasses__", "__traceback__", "__self__", "__loader__", "__spec__",
+    "__import__", "__reduce__", "__reduce_ex__", "exec", "eval",
+})
+"""Attributes that reach frames, code objects, closures, the builtins or every class: new only as an exact copy
+of an occurrence the file already has (the same construct in the same function)."""
+
+_DENIED = frozenset({"string.Formatter", "typing.get_type_hints", "typing.ForwardRef", "typing.evaluate_forward_ref",
+                     "codecs.register",
+                     "codecs.register_error", "logging.setLoggerClass", "logging.setLogRecordFactory",
+                     "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell", "io.open_code"})
+"""Attributes of the modules in :data:`_ANYWHERE` that an edit may not add: each evaluates strings as code,
+installs a callback the whole process runs, or starts a process."""
+
+_PLAIN_DUNDERS = frozenset({
+    "__name__", "__qualname__", "__doc__", "__module__", "__class__", "__init__", "__new__", "__all__",
+    "__version__", "__file__", "__slots__", "__annotations__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
+    "__ge__", "__hash__", "__len__", "__iter__", "__next__", "__contains__", "__getitem__", "__setitem__",
+    "__delitem__", "__call__", "__enter__", "__exit__", "__aenter__", "__aexit__", "__str__", "__repr__",
+    "__bool__", "__format__", "__index__", "__int__", "__float__", "__add__", "__sub__", "__mul__",
+    "__truediv__", "__floordiv__", "__mod__", "__pow__", "__and__", "__or__", "__xor__", "__neg__", "__pos__",
+    "__abs__", "__invert__", "__post_init__", "__fspath__", "__reversed__", "__missing__", "__copy__",
+    "__deepcopy__", "__get__", "__set__", "__delete__", "__debug__", "__package__", "__wrapped__", "__await__",
+    "__length_hint__", "__sizeof__", "__dir__", "__getstate__", "__setstate__", "__path__", "__cause__",
+    "__context__", "__suppress_context__", "__notes__", "__class_getitem__", "__orig_bases__", "__match_args__",
+    "__signature__", "__prepare__", "__text_signature__", "__firstlineno__", "__type_params__",
+})
+"""Special names whose use reads or calls what ordinary operators already do: allowed anywhere. Any other
+special attribute is allowed where the file's own version already uses it."""
+
+_BEHAVIOUR_METHODS = frozenset({
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__", "__contains__",
+    "__format__", "__add__", "__radd__", "__iadd__", "__rsub__", "__rmul__", "__rmod__", "__rtruediv__",
+    "__ror__", "__rand__", "__index__", "__getattr__", "__getattribute__", "__setattr__", "__delattr__",
+    "__instancecheck__", "__subclasscheck__", "__del__", "__init_subclass__", "__set_name__", "__mro_entries__",
+})
+"""Special methods whose new definition changes how a value compares, converts or formats, how a class answers
+attribute and type questions, or runs code when the interpreter decides (a finaliser, a subclass hook): a
+value that equals anything passes any assertion."""
+
+_DYNAMIC = {"getattr": 1, "setattr": 1, "delattr": 1, "__getattribute__": 0, "__getattr__": 0,
+            "__setattr__": 0, "__delattr__": 0}
+"""Calls that reach an attribute by a name given as data, and which argument is the name (after the object
+for ``object.__getattribute__(o, name)``-style calls)."""
+
+_NAMERS = frozenset({"getattr", "setattr", "delattr", "attrgetter", "methodcaller", "vars", "globals", "locals",
+                     "eval", "exec", "compile", "__import__", "breakpoint", "chr"})
+"""Callables that turn data into an attribute, a namespace, code or a character: any reference to one that is
+not a direct call (``g = getattr``, ``reduce(getattr, ...)``, ``map(chr, ...)``) hides what it reaches."""
+
+_CODE = frozenset({"eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals", "vars"})
+"""Builtins that run code built at run time or hand out a namespace: never added."""
+
+_STRINGS = ("/proc", "/dev/", "frog", "testbed", "pytest", "conftest", "pluggy")
+"""What no string an edit adds may spell, once its literal pieces are put together: the process's memory and
+descriptors, the grading paths and environment, the test machinery."""
 
 
-_NAME_ARGUMENT = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1, "attrgetter": 0, "methodcaller": 0}
-"""Calls that name an attribute, and which argument does: a computed name spells out what the check looks for."""
+@dataclass(frozen=True)
+class _Hit:
+    """One construct outside the allowlist: ``key`` says what and where (rule, name, function), ``unless``
+    names what in the file's own version allows it anyway (a module it imports, a special name it uses),
+    ``line``, ``text`` (the construct's source) and ``why`` are for the message."""
+
+    key: tuple[str, str, str]
+    unless: tuple[str, str] | None
+    line: int
+    text: str
+    why: str
 
 
-def _flagged_module(module: str) -> bool:
-    """Whether importing a dotted module name is forgery vocabulary (``gc``, ``multiprocessing.pool``,
-    ``concurrent.futures.process``) or reaches into a test module."""
-    return (module.split(".")[0] in _MODULES or _names_a_test(module)
-            or any(module == m or module.startswith(m + ".") for m in _SUBMODULES))
+def _own(path: str) -> frozenset[str]:
+    """The top-level name of the file's own package: the first folder of its path (after ``src``/``lib``), or
+    the module itself for a top-level module. Never a standard-library name: an absolute ``import sys`` in
+    ``pkg/sys.py`` is the interpreter's ``sys``."""
+    parts = [p for p in PurePosixPath(path).with_suffix("").parts if p not in ("src", "lib")]
+    top = parts[0] if parts else ""
+    return frozenset({top} if top.isidentifier() and top not in _MODULE_NAMES else ())
+
+
+def _rules(module: str) -> tuple[bool, frozenset[str] | None]:
+    """(importable anywhere, the attributes it may reach) for a dotted module name; see :data:`_ANYWHERE`."""
+    parts = module.split(".")
+    for i in range(len(parts), 0, -1):
+        name = ".".join(parts[:i])
+        if name in _WHERE_USED:
+            if i == len(parts):
+                return False, _WHERE_USED[name]
+            # an object the module lets an edit use (inspect.Parameter) is used freely; anything else is not
+            return False, None if i == len(parts) - 1 and parts[-1] in _WHERE_USED[name] else frozenset()
+        if name in _ANYWHERE:
+            return True, _ANYWHERE[name] if i == len(parts) else None
+    if parts[0] in sys.stdlib_module_names or module.startswith("_"):
+        return False, frozenset()
+    return False, None
+
+
+def _fold(node: ast.AST, consts: dict[str, object], depth: int = 0) -> object:
+    """The value of an expression built only from literals (and names bound once to such an expression), or
+    None: ``"/pr" + "oc"``, ``"corp/"[::-1]``, ``"".join(map(chr, [47, 112]))``, ``b"..".decode()``."""
+    if depth > 40:
+        return None
+    f = functools.partial(_fold, consts=consts, depth=depth + 1)
+    try:
+        if isinstance(node, ast.Constant):
+            return node.value if isinstance(node.value, (str, bytes, int)) else None
+        if isinstance(node, ast.Name):
+            return consts.get(node.id)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            value = f(node.operand)
+            return -value if isinstance(value, int) else None
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            items = [f(e) for e in node.elts]
+            return None if any(i is None for i in items) else tuple(items) if isinstance(node, ast.Tuple) else items
+        if isinstance(node, ast.JoinedStr):
+            parts = [f(v.value) if isinstance(v, ast.FormattedValue) else f(v) for v in node.values]
+            return None if any(p is None for p in parts) else "".join(str(p) for p in parts)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult, ast.Mod, ast.Div)):
+            a, b = f(node.left), f(node.right)
+            if a is None or b is None:
+                return None
+            if isinstance(node.op, ast.Div):  # Path("/") / "proc"
+                return a.rstrip("/") + "/" + b if isinstance(a, str) and isinstance(b, str) else None
+            if isinstance(node.op, ast.Mult):
+                n, seq = (a, b) if isinstance(a, int) else (b, a)
+                return seq * n if not isinstance(seq, int) and n * len(seq) <= 10000 else None
+            return a + b if isinstance(node.op, ast.Add) else a % b
+        if isinstance(node, ast.Subscript):
+            value = f(node.value)
+            if value is None:
+                return None
+            s = node.slice
+            if isinstance(s, ast.Slice):
+                bounds = [f(b) if b is not None else None for b in (s.lower, s.upper, s.step)]
+                if any(v is None and b is not None for v, b in zip(bounds, (s.lower, s.upper, s.step))):
+                    return None
+                return value[slice(*bounds)]
+            return value[f(s)]
+        if isinstance(node, ast.Call) and not node.keywords:
+            if isinstance(node.func, ast.Name) and node.func.id == "map" and len(node.args) == 2 and \
+                    isinstance(node.args[0], ast.Name) and node.args[0].id in ("chr", "str"):
+                items = f(node.args[1])
+                return None if items is None else [chr(i) if node.args[0].id == "chr" else str(i) for i in items]
+            args = [f(a) for a in node.args]
+            if any(a is None for a in args):
+                return None
+            called = node.func.id if isinstance(node.func, ast.Name) else node.func.attr \
+                if isinstance(node.func, ast.Attribute) else ""
+            if called in ("Path", "PurePath", "PosixPath", "PurePosixPath") or called == "join" and \
+                    isinstance(node.func, ast.Attribute) and not isinstance(f(node.func.value), (str, bytes)):
+                return "/".join(a.rstrip("/") for a in args) if all(isinstance(a, str) for a in args) else None
+            if isinstance(node.func, ast.Name):
+                name = node.func.id
+                if name == "chr" and len(args) == 1:
+                    return chr(args[0])
+                if name in ("bytes", "bytearray") and len(args) == 1 and isinstance(args[0], list):
+                    return bytes(args[0])
+                if name in ("str", "list", "tuple") and len(args) == 1:
+                    return args[0] if name == "str" else list(args[0])
+                if name == "reversed" and len(args) == 1:
+                    return list(reversed(args[0]))
+                return None
+            if isinstance(node.func, ast.Attribute):
+                obj = f(node.func.value)
+                method = node.func.attr
+                if isinstance(obj, (str, bytes)) and method in (
+                        "join", "replace", "upper", "lower", "strip", "lstrip", "rstrip", "decode", "encode",
+                        "title", "capitalize", "swapcase", "casefold", "removeprefix", "removesuffix",
+                        "translate", "zfill"):
+                    if method == "join":
+                        return obj.join(args[0])
+                    return getattr(obj, method)(*args)
+                if method == "fromhex" and len(args) == 1:
+                    return bytes.fromhex(args[0])
+                if method in ("b64decode", "b32decode", "b16decode", "b85decode", "a85decode", "unhexlify") \
+                        and len(args) == 1:
+                    return (binascii.unhexlify if method == "unhexlify" else getattr(base64, method))(args[0])
+                if method == "decode" and len(args) == 2 and args[1] == "rot13":
+                    return codecs.decode(args[0], "rot13")
+    except Exception:
+        return None
+    return None
+
+
+class _Walk(ast.NodeVisitor):
+    """One pass over a module: every construct outside the allowlist, as :class:`_Hit` s."""
+
+    def __init__(self, path: str, tree: ast.Module):
+        self.own = _own(path)
+        self.hits: list[_Hit] = []
+        self.scope: list[str] = []
+        self.local: list[frozenset[str]] = []  # names each enclosing function binds itself (they shadow imports)
+        self.parent: dict[ast.AST, ast.AST] = {}
+        self.modules: dict[str, str] = {}  # name bound by an import -> the module (or module.attribute) it is
+        self.imported: set[str] = set()  # names bound by a plain `import` (a module for sure)
+        self.calls: set[int] = set()  # id() of nodes that are the function of a call
+        self.consts: dict[str, object] = {}
+        assigned: Counter[str] = Counter()
+        assignments = []
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+            if isinstance(node, ast.Call):
+                self.calls.add(id(node.func))
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    self.imported.add(a.asname or a.name.split(".")[0])
+                    if a.asname:
+                        self.modules[a.asname] = a.name
+                    else:
+                        self.modules.setdefault(a.name.split(".")[0], a.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                for a in node.names:
+                    self.modules[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)):
+                assignments.append(node)
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name):
+                            assigned[n.id] += 1 + isinstance(node, ast.AugAssign)
+        for node in assignments:  # names bound exactly once, to an expression of literals
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if len(targets) == 1 and isinstance(targets[0], ast.Name) and assigned[targets[0].id] == 1:
+                    value = _fold(node.value, self.consts)
+                    if value is not None:
+                        self.consts[targets[0].id] = value
+        self.folded: dict[int, object] = {}
+
+    # -- recording --
+    def hit(self, node: ast.AST, rule: str, name: str, why: str, unless: tuple[str, str] | None = None) -> None:
+        text = ast.unparse(node)
+        text = text if len(text) <= 120 else text[:117] + "..."
+        self.hits.append(_Hit((rule, name, ".".join(self.scope) or "<module>"), unless,
+                              getattr(node, "lineno", 0), text, why))
+
+    def in_scope(self, node: ast.AST, name: str) -> None:
+        self.scope.append(name)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            self.local.append(_locals(node))
+        self.generic_visit(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            self.local.pop()
+        self.scope.pop()
+
+    # -- definitions --
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        owner = self.parent.get(node)
+        if _is_dunder(node.name) and node.name in _BEHAVIOUR_METHODS and isinstance(owner, (ast.ClassDef, ast.Module)):
+            where = "a module" if isinstance(owner, ast.Module) else f"class {owner.name}"
+            self.hits.append(_Hit(("defines", node.name, ".".join(self.scope) or "<module>"), None, node.lineno,
+                                  f"def {node.name}", f"a definition of {node.name} in {where} (a value or class that "
+                                                      f"answers comparisons, formatting, attribute lookups or its own "
+                                                      f"end by code of its own)"))
+        self.in_scope(node, node.name)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.in_scope(node, node.name)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self.in_scope(node, "<lambda>")
+
+    # -- imports --
+    def module_use(self, node: ast.AST, module: str, how: str) -> None:
+        top = module.split(".")[0]
+        if top in self.own:
+            return
+        anywhere, _ = _rules(module)
+        if anywhere:
+            return
+        known = top in _MODULE_NAMES or module.startswith("_")
+        self.hit(node, "module", module, f"{how} {module!r}, " + (
+            "a module an edit may use only where the file already imports it" if known else
+            "a module the file does not import"), unless=("module", top))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            self.module_use(node, a.name, "an import of")
+            if _names_a_test(a.name):
+                self.hit(node, "test", a.name, f"an import of the test module {a.name!r}")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        mod = node.module or ""
+        if _names_a_test(mod) or (not mod and any(_names_a_test(a.name) for a in node.names)):
+            self.hit(node, "test", "." * node.level + mod, f"an import from a test module {'.' * node.level + mod!r}")
+        if node.level:
+            return
+        self.module_use(node, mod, "an import from")
+        for a in node.names:
+            self.attribute(node, mod, a.name)
+
+    # -- names and attributes --
+    def visit_Name(self, node: ast.Name) -> None:
+        real = self.modules.get(node.id, node.id).rsplit(".", 1)[-1]
+        if real in _NAMERS and id(node) not in self.calls:
+            self.hit(node, "alias", real, f"a reference to {node.id} that is not a direct call (an alias, or "
+                                             f"an argument to another function: what it reaches can't be read)")
+        module = self.module_of(node)
+        if module is not None and node.id in self.imported and module.split(".")[0] not in self.own and \
+                not self.followed(node) and not self.named_by_literal(node) and \
+                (module.split(".")[0] in sys.stdlib_module_names or module in _WHERE_USED) and \
+                _rules(module)[1] is not None and not isinstance(node.ctx, ast.Store):
+            self.hit(node, "alias", module, f"a reference to the module {module} other than to one of its "
+                                            f"attributes (what is reached through it can't be read)")
+        if node.id in _CODE:
+            self.hit(node, "code", node.id, f"use of {node.id} (code or a namespace built at run time)")
+        elif node.id in _FRAME_ATTRS:
+            self.hit(node, "attribute", node.id, f"use of {node.id} (frames, code, closures or the builtins)")
+        elif isinstance(node.ctx, ast.Store) and _is_dunder(node.id) and not self.local:
+            if node.id in _BEHAVIOUR_METHODS:
+                self.hit(node, "defines", node.id, f"a definition of {node.id} (a value or class that answers "
+                                                   f"comparisons, formatting, attribute lookups or its own end by "
+                                                   f"code of its own)")
+        elif _is_dunder(node.id) and node.id not in _PLAIN_DUNDERS:
+            self.hit(node, "dunder", node.id, f"use of the special name {node.id}", unless=("dunder", node.id))
+
+    def named_by_literal(self, node: ast.AST) -> bool:
+        """Whether ``node`` is the object of ``getattr``/``hasattr``/``setattr``/``delattr`` with a literal name
+        (the name's own rules apply to it there)."""
+        up = self.parent.get(node)
+        return (isinstance(up, ast.Call) and isinstance(up.func, ast.Name) and len(up.args) > 1
+                and up.args[0] is node and up.func.id in ("getattr", "hasattr", "setattr", "delattr")
+                and isinstance(up.args[1], ast.Constant) and isinstance(up.args[1].value, str))
+
+    def followed(self, node: ast.AST) -> bool:
+        """Whether ``node`` is the object of an attribute access (``node.attr``)."""
+        up = self.parent.get(node)
+        return isinstance(up, ast.Attribute) and up.value is node
+
+    def chain(self, node: ast.AST) -> list[str] | None:
+        """``a.b.c`` as ["a", "b", "c"], or None when it does not start at a name."""
+        out = []
+        while isinstance(node, ast.Attribute):
+            out.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name):
+            return [node.id, *reversed(out)]
+        return None
+
+    def module_of(self, node: ast.AST) -> str | None:
+        """The module an expression denotes (``os``, ``os.path``, ``sys`` for ``os.sys``), if a module."""
+        if isinstance(node, ast.Name):
+            if node.id not in self.modules or (self.local and node.id in self.local[-1]):
+                return None
+            return self.modules[node.id]
+        if isinstance(node, ast.Attribute):
+            base = self.module_of(node.value)
+            if node.attr in _REACHES_MODULE_ANYWHERE:
+                return node.attr
+            if base is None:
+                return None
+            dotted = f"{base}.{node.attr}"
+            if base.split(".")[0] in self.own:
+                return dotted
+            if dotted in _ANYWHERE or dotted in _WHERE_USED:
+                return dotted
+            if node.attr in _MODULE_NAMES and node.attr != base.split(".")[-1]:
+                return node.attr
+        return None
+
+    def attribute(self, node: ast.AST, module: str | None, attr: str) -> None:
+        """The rules for reaching ``attr`` (of ``module``, when it is one)."""
+        if attr in _FRAME_ATTRS:
+            self.hit(node, "attribute", attr, f"access to {attr!r} (frames, code, namespaces or a class's "
+                                              f"hierarchy)")
+        elif _is_dunder(attr) and attr not in _PLAIN_DUNDERS:
+            self.hit(node, "dunder", attr, f"access to the special attribute {attr!r}", unless=("dunder", attr))
+        if module is None:
+            return
+        if _is_dunder(attr) and attr not in ("__name__", "__file__", "__version__", "__all__", "__doc__"):
+            self.hit(node, "reach", f"{module}.{attr}", f"access to the special attribute {attr!r} of the module "
+                                                        f"{module}")
+            return
+        if attr in ("environ", "environb", "getenv", "getenvb", "putenv", "unsetenv") and module == "os":
+            self.environ(node)
+            return
+        top = module.split(".")[0]
+        if top in self.own:
+            return
+        if attr.startswith("_") and not _is_dunder(attr):
+            self.hit(node, "private", f"{module}.{attr}", f"access to the private attribute {module}.{attr}")
+            return
+        if attr in _MODULE_NAMES and attr != module.split(".")[-1] and f"{module}.{attr}" not in _ANYWHERE and \
+                f"{module}.{attr}" not in _WHERE_USED:
+            self.module_use(node, attr, f"a module reached as {module}.{attr}:")
+            return
+        _, allowed = _rules(module)
+        if (allowed is not None and attr not in allowed and not _is_dunder(attr)) or f"{module}.{attr}" in _DENIED:
+            self.hit(node, "reach", f"{module}.{attr}", f"access to {attr!r} of {module}, outside what an edit may "
+                                                        f"use of that module")
+
+    def environ(self, node: ast.AST) -> None:
+        """``os.environ`` only as ``.get("NAME")``, ``["NAME"]`` or ``"NAME" in``, ``os.getenv("NAME")``."""
+        up = self.parent.get(node)
+        key = None
+        if isinstance(node, ast.Attribute) and node.attr == "getenv" and isinstance(up, ast.Call) and up.func is node:
+            key = up.args[0] if up.args else None
+        elif isinstance(node, ast.Attribute) and node.attr == "environ":
+            if isinstance(up, ast.Subscript) and up.value is node:
+                key = up.slice
+            elif isinstance(up, ast.Attribute) and up.attr == "get" and isinstance(self.parent.get(up), ast.Call):
+                call = self.parent[up]
+                key = call.args[0] if call.args else None
+            elif isinstance(up, ast.Compare) and len(up.ops) == 1 and isinstance(up.ops[0], (ast.In, ast.NotIn)):
+                key = up.left
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and "frog" not in key.value.lower()):
+            self.hit(node, "environ", "os.environ", "a read of the environment other than one variable by its "
+                                                    "literal name (grading's own variables are there)")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        base = self.module_of(node.value)
+        if node.attr in _REACHES_MODULE_ANYWHERE and base is None and self.module_of(node) == node.attr:
+            self.module_use(node, node.attr, f"a module reached as an attribute ({ast.unparse(node)}):")
+        self.attribute(node, base, node.attr)
+        if node.attr in _NAMERS and id(node) not in self.calls and base is not None:
+            self.hit(node, "alias", node.attr, f"a reference to {node.attr} that is not a direct call (an alias, "
+                                               f"or an argument to another function: what it reaches can't be read)")
+        if isinstance(node.ctx, ast.Store) and node.attr in _BEHAVIOUR_METHODS:
+            self.hit(node, "defines", node.attr, f"an assignment of the special method {node.attr} (a value or "
+                                                 f"class that answers comparisons or attribute lookups by code of "
+                                                 f"its own)")
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and base is not None and base.split(".")[0] not in self.own:
+            self.hit(node, "monkeypatch", ast.unparse(node), f"an assignment to another module's attribute "
+                                                              f"{ast.unparse(node)}")
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__" and \
+                not (isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)
+                     and not node.slice.value.startswith("_")):
+            self.hit(node, "dynamic", "__dict__", "a namespace read by a computed or private key")
+        self.generic_visit(node)
+
+    # -- calls --
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if isinstance(func, ast.Name) and name in self.modules:  # from operator import attrgetter as ag
+            name = self.modules[name].rsplit(".", 1)[-1]
+        if name in _DYNAMIC:
+            at = _DYNAMIC[name] + (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                                   and func.value.id in ("object", "type"))
+            self.literal_name(node, name, node.args[at] if len(node.args) > at else None)
+        elif name in ("attrgetter", "methodcaller"):
+            names = node.args if name == "attrgetter" else node.args[:1]
+            up = self.parent.get(node)  # attrgetter("modules")(sys): the object is known after all
+            applied = up.args[0] if isinstance(up, ast.Call) and up.func is node and up.args else None
+            for a in names or [None]:
+                self.literal_name(node, name, a, dotted=name == "attrgetter", obj=applied)
+        elif name == "type" and len(node.args) == 3:
+            self.hit(node, "dynamic", "type", "a class made by type() from a computed namespace")
+        elif name in ("format", "format_map") and isinstance(func, ast.Attribute) and \
+                not isinstance(self.fold(func.value), str):
+            self.hit(node, "dynamic", "format", "a format string that is not a literal (str.format reaches "
+                                                "attributes by the names in its fields)")
+        elif name in ("ref", "proxy") and len(node.args) > 1 and (
+                isinstance(func, ast.Attribute) and self.module_of(func.value) == "weakref"
+                or isinstance(func, ast.Name) and self.modules.get(func.id, "").startswith("weakref.")):
+            self.hit(node, "callback", name, "a weak reference with a callback (run when the interpreter decides)")
+        self.generic_visit(node)
+
+    def literal_name(self, node: ast.Call, func: str, arg: ast.AST | None, dotted: bool = False,
+                     obj: ast.AST | None = None) -> None:
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+            self.hit(node, "dynamic", func, f"{func} with a computed name")
+            return
+        if func in ("getattr", "setattr", "delattr") and node.args:
+            obj = node.args[0]
+        module = self.module_of(obj) if obj is not None else None
+        owner = module
+        for part in arg.value.split(".") if dotted else [arg.value]:
+            if part.startswith("_") and not _is_dunder(part):
+                self.hit(node, "private", part, f"{func} of the private attribute {part!r}", unless=("attr", part))
+            self.attribute(node, owner, part)
+            if part in _REACHES_MODULE_ANYWHERE and owner is None:
+                self.module_use(node, part, f"a module reached by {func} as the attribute {part!r}:")
+            owner = part if part in _REACHES_MODULE_ANYWHERE else None if owner is None else \
+                f"{owner}.{part}" if f"{owner}.{part}" in _ANYWHERE or f"{owner}.{part}" in _WHERE_USED else \
+                part if part in _MODULE_NAMES else None
+        if func == "setattr" and arg.value in _BEHAVIOUR_METHODS:
+            self.hit(node, "defines", arg.value, f"an assignment of the special method {arg.value} (a value or class "
+                                                 f"that answers comparisons or attribute lookups by code of its own)")
+        if func == "setattr" and module is not None and module.split(".")[0] not in self.own:
+            self.hit(node, "monkeypatch", f"{module}.{arg.value}", f"an assignment to another module's attribute "
+                                                                    f"{module}.{arg.value}")
+
+    # -- strings --
+    def fold(self, node: ast.AST | None) -> object:
+        if node is None:
+            return None
+        if id(node) not in self.folded:
+            self.folded[id(node)] = _fold(node, self.consts)
+        return self.folded[id(node)]
+
+    def generic_visit(self, node: ast.AST) -> None:
+        """Each string the edit spells, checked once its literal pieces are put together: at the outermost
+        expression that still folds to a string."""
+        if isinstance(node, ast.expr) and not isinstance(node, ast.Name):
+            value = self.fold(node)
+            if isinstance(value, (str, bytes)) and not isinstance(self.fold(self.parent.get(node)), (str, bytes)):
+                self.string(node, value if isinstance(value, str) else value.decode("latin-1"))
+        super().generic_visit(node)
+
+    def visit_Dict(self, node: ast.Dict | ast.List | ast.Tuple | ast.Set) -> None:
+        """A literal table (emoji's is 3 MB) is checked string by string, without a visit per entry."""
+        leaves: list[ast.Constant] = []
+        todo: list[ast.AST | None] = [node]
+        while todo:
+            n = todo.pop()
+            if isinstance(n, ast.Constant):
+                leaves.append(n)
+            elif isinstance(n, ast.Dict):
+                todo += [*n.keys, *n.values]
+            elif isinstance(n, (ast.List, ast.Tuple, ast.Set)):
+                todo += n.elts
+            else:
+                self.generic_visit(node)
+                return
+        for c in leaves:
+            if isinstance(c.value, (str, bytes)):
+                self.string(c, c.value if isinstance(c.value, str) else c.value.decode("latin-1"))
+
+    visit_List = visit_Tuple = visit_Set = visit_Dict
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        self.generic_visit(node)  # (NodeVisitor's own visit_Constant looks for long-gone visitor names first)
+
+    def string(self, node: ast.AST, text: str) -> None:
+        low = text.lower()
+        for s in _STRINGS:
+            if s in low:
+                self.hit(node, "string", s, f"a string that spells {s!r}")
+        named = [a for a in _FRAME_ATTRS if (a.startswith("__") or "_" in a[:3]) and a in text]
+        if named or len(text) < 40 and any(p in _FRAME_ATTRS for p in text.split(".")):
+            self.hit(node, "string", named[0] if named else text, f"a string naming {(named or [text])[0]!r} (an "
+                                                                  f"attribute that reaches frames or code, as data: "
+                                                                  f"a template engine or getattr reads it)")
+        for field_ in _FIELD.findall(text):  # "{0.__globals__}".format(f) reads an attribute by its field name
+            for attr in field_.split(".")[1:]:
+                attr = attr.split("[")[0]
+                if attr in _FRAME_ATTRS or attr.startswith("_"):
+                    self.hit(node, "format", attr, f"a format field that reaches the attribute {attr!r}")
+
+
+_FIELD = re.compile(r"\{([^{}!:]*\.[^{}!:]*)")
+"""The field name of a ``str.format`` replacement field that reaches an attribute (``{0.attr}``); an unclosed
+field counts (the rest may be added at run time)."""
+
+
+def _locals(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> frozenset[str]:
+    """The names a function binds itself (arguments, assignments, loop and ``with`` targets), without those of
+    functions nested in it and without those it declares ``global``."""
+    out: set[str] = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs,
+                                     *(x for x in (fn.args.vararg, fn.args.kwarg) if x))}
+    declared: set[str] = set()
+    todo = list(fn.body) if isinstance(fn.body, list) else [fn.body]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue  # an import inside the function binds a module there: still a module
+        todo.extend(ast.iter_child_nodes(node))
+    return frozenset(out - declared)
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
 def _names_a_test(module: str) -> bool:
@@ -157,133 +801,66 @@ def _names_a_test(module: str) -> bool:
     return any(p in ("test", "tests", "conftest") or p.startswith("test_") for p in module.split("."))
 
 
-def _features(source: bytes) -> Counter[tuple[str, str]]:
-    """The forgery vocabulary a Python source uses: (kind, name) -> count (empty if it does not parse)."""
-    return Counter(dict(_features_of(source)))
-
-
 @functools.lru_cache(maxsize=512)
-def _features_of(source: bytes) -> tuple[tuple[tuple[str, str], int], ...]:
-    """:func:`_features` as sorted pairs, cached: the pristine and starting versions of a file recur at every
-    grade of a task, and a large module takes a tenth of a second to walk. Each top-level statement is walked
-    once per exact text (:func:`_scan`, cached): an agent's edit changes a few statements of a file, and the
-    rest need no second walk."""
+def _analysis(path: str, source: bytes) -> tuple[tuple[_Hit, ...], frozenset[tuple[str, str]]] | None:
+    """What a source adds up to: every construct outside the allowlist, and the vocabulary that allows some
+    (modules it imports, special names and attribute names it spells). None: it does not parse. Cached: the
+    starting and pristine versions of a file recur at every grade of a task."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return ()
-    lines = source.split(b"\n") if b"\r" not in source else None  # the parser's line numbers, exactly
-    parts = []
-    for node in tree.body:
-        if lines is None:
-            parts.append(_walked(node))
-            continue
-        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        key = (type(node).__name__, node.col_offset, node.end_col_offset, b"\n".join(lines[first - 1:node.end_lineno]))
-        part = _SCANNED.get(key)
-        if part is None:
-            part = _SCANNED[key] = _walked(node)
-            if len(_SCANNED) > 20000:
-                _SCANNED.pop(next(iter(_SCANNED)))
-        parts.append(part)
-    out: Counter[tuple[str, str]] = Counter()
-    modules: set[str] = set()
-    aliases: dict[str, str] = {}
-    for counts, mods, _, als, _ in parts:
-        out.update(dict(counts))
-        modules.update(mods)
-        aliases.update(als)
-    for _, _, assigned, _, calls in parts:
-        for is_name, name, constant_args in calls:
-            func = aliases.get(name, name) if is_name else name
-            at = _NAME_ARGUMENT.get(func)
-            if at is None or len(constant_args) <= at:
-                continue
-            if not constant_args[at]:  # a constant name counts as that attribute (in _walked)
-                out["dynamic", f"{func} with a computed name"] += 1
-        for name, attr in assigned:
-            if name in modules:
-                out["monkeypatch", f"{name}.{attr}"] += 1
-    return tuple(sorted(out.items()))
-
-
-_SCANNED: dict[tuple[str, int, int | None, bytes], tuple] = {}
-"""Top-level statements already walked, by (kind, columns, exact text): what :func:`_walked` found in each."""
-
-
-def _walked(top: ast.AST) -> tuple:
-    """What one top-level statement holds: (flagged (kind, name) counts, names its imports bind, assignments to
-    ``name.attribute``, import aliases, calls as (by a bare name, the name, whether each argument is a
-    constant)); :func:`_features_of` adds them up, resolving aliases and monkeypatches across statements."""
-    out: Counter[tuple[str, str]] = Counter()
-    modules: set[str] = set()  # every name an import binds (`from m import sub` too)
-    assigned: list[tuple[str, str]] = []  # (name, attribute) of assignments to `name.attribute`
-    aliases: dict[str, str] = {}  # `from operator import attrgetter as ag`: "ag" -> "attrgetter"
-    calls: list[tuple[bool, str, tuple[bool, ...]]] = []
-    for node in ast.walk(top):
+        return None
+    walk = _Walk(path, tree)
+    walk.visit(tree)
+    vocabulary = set()
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            for a in node.names:
-                modules.add((a.asname or a.name).split(".")[0])
-                if _flagged_module(a.name):
-                    out["import", a.name] += 1
-        elif isinstance(node, ast.ImportFrom):
-            mod = node.module or ""
-            if _flagged_module(mod):
-                out["import", "." * node.level + mod] += 1
-            for a in node.names:
-                modules.add((a.asname or a.name).split(".")[0])
-                aliases[a.asname or a.name] = a.name
-                if (a.name in _NAMES or a.name in _ATTRS or a.name in _MODULES or (not mod and _names_a_test(a.name))
-                        or f"{mod}.{a.name}" in _SUBMODULES):
-                    out["import", f"{'.' * node.level}{mod}{'.' if mod else ''}{a.name}"] += 1
-        elif isinstance(node, ast.Name):
-            if node.id in _NAMES:
-                out["name", node.id] += 1
+            vocabulary.update(("module", a.name.split(".")[0]) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            vocabulary.add(("module", node.module.split(".")[0]))
         elif isinstance(node, ast.Attribute):
-            if node.attr in _ATTRS:
-                out["attribute", node.attr] += 1
-        elif isinstance(node, ast.Constant):
-            if isinstance(node.value, (str, bytes)):
-                text = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
-                low = text.lower()
-                for s in _STRINGS:
-                    if s in low:
-                        out["string", s] += 1
-                # an attribute's name as data: getattr(sys, "modules"), attrgetter("f_back.f_locals"),
-                # functools.reduce(getattr, ["modules"], sys) are all sys.modules spelled another way
-                for part in text.split(".") if len(text) < 100 else ():
-                    if part in _ATTRS:
-                        out["attribute", part] += 1
-        elif isinstance(node, ast.Call):
-            is_name = isinstance(node.func, ast.Name)
-            calls.append((is_name, node.func.id if is_name else getattr(node.func, "attr", ""),
-                          tuple(isinstance(a, ast.Constant) for a in node.args)))
-        else:
-            targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-                       if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
-            for t in targets:
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
-                    assigned.append((t.value.id, t.attr))
-    return (tuple(out.items()), frozenset(modules), tuple(assigned), tuple(aliases.items()), tuple(calls))
+            vocabulary.add(("attr", node.attr))
+            if _is_dunder(node.attr):
+                vocabulary.add(("dunder", node.attr))
+        elif isinstance(node, ast.Name) and _is_dunder(node.id):
+            vocabulary.add(("dunder", node.id))
+    return tuple(walk.hits), frozenset(vocabulary)
 
 
 def tampering(path: str, old: bytes | None, new: bytes, pristine: bytes | None = None) -> list[str]:
-    """What an edit of a Python file adds to the forgery vocabulary, one reason per kind (empty: clean).
+    """What an edit of a Python file adds outside the allowlist, one reason per construct (empty: clean).
 
-    What the repository's own release of the file (``pristine``) already uses is not evidence: a fix that
-    restores a traceback helper's ``f_globals`` is the repository's code, not a forgery.
+    ``old`` is the file as the agent found it and ``pristine`` the repository's own version: a construct either
+    already has in the same function, and a module either imports, stays allowed (a fix that restores a
+    traceback helper's ``f_globals`` is the repository's code, not a forgery). A file that no longer parses is
+    not flagged: it fails its tests.
 
     >>> tampering("pkg/a.py", b"x = 1\\n", b"import _pytest.reports\\nx = 1\\n")
-    ["pkg/a.py: adds import of '_pytest.reports'"]
+    ["pkg/a.py:1: adds an import of '_pytest.reports', a module an edit may use only where the file already imports it: import _pytest.reports"]
     >>> tampering("pkg/a.py", b"def f(x):\\n    return x - 1\\n", b"def f(x):\\n    return x + 1\\n")
     []
     """
     if not path.endswith((".py", ".pyw", ".pyi")):
         return []
-    added = _features(new) - (_features(old or b"") | _features(pristine or b""))
-    what = {"import": "import of", "name": "use of", "attribute": "access to attribute", "string": "string mentioning",
-            "dynamic": "a", "monkeypatch": "an assignment to another module's attribute"}
-    return [f"{path}: adds {what[k]} {n!r}" for k, n in sorted(added)]
+    now = _analysis(path, new)
+    if now is None:
+        return []
+    before = [a for a in (_analysis(path, old or b""), _analysis(path, pristine or b"")) if a is not None]
+    vocabulary = frozenset().union(*(v for _, v in before))
+    seen: Counter[tuple[str, str, str]] = Counter()
+    for hits, _ in before:
+        counts = Counter(h.key for h in hits)
+        for k, n in counts.items():
+            seen[k] = max(seen[k], n)
+    out = []
+    for h in now[0]:
+        if h.unless is not None and h.unless in vocabulary:
+            continue
+        if seen[h.key] > 0:
+            seen[h.key] -= 1
+            continue
+        out.append(f"{path}:{h.line}: adds {h.why}: {h.text}")
+    return out
 
 
 # -- canaries -------------------------------------------------------------------------------------------------
