@@ -269,22 +269,20 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
             run_env["FROG_DETAILS"] = "1"
         if repeat > 1:
             run_env["FROG_REPEAT"] = str(repeat)
-        if ids is None and guard is not None:  # the whole suite, its test files guarded
-            (io / "in" / "select.json").write_text(json.dumps({"guard": guard}))
-            run_env["FROG_SELECT"] = "/frog/in/select.json"
         chosen: Any = None
         if ids is not None:
             chosen = list(ids) if canaries is None else grading_selection(ids, canaries, guard)
-            if not authenticate:
-                (io / "in" / "select.json").write_text(json.dumps(chosen))
-                run_env["FROG_SELECT"] = "/frog/in/select.json"
+        elif guard is not None:  # the whole suite, its test files guarded
+            chosen = {"guard": guard}
         key_fd = -1
         if authenticate:
             key = secrets.token_hex(32).encode()
             key_fd = key_fifo(io / "in", chosen, guard, key)
             run_env["FROG_KEY_FIFO"] = "/frog/in/key"
-            if guard is not None:
-                run_env["FROG_SELECT"] = "/frog/in/select.json"
+        elif chosen is not None:
+            (io / "in" / "select.json").write_text(json.dumps(chosen))
+        if chosen is not None and (guard is not None or not authenticate):
+            run_env["FROG_SELECT"] = "/frog/in/select.json"
         limits = limits or Limits(command_timeout=timeout, output_cap=8192)
         ro = tuple((tree / p, f"/testbed/{p}", False) for p in protect if (tree / p).exists())
         pristine = pristine_binds(repo)
