@@ -40,7 +40,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-GRADING_VERSION = 4
+GRADING_VERSION = 5
 """Bumped whenever grading's rules change; with :func:`grading_code_digest` it is part of every cached grade's
 key, so no grade made under older rules (or older code) is ever reused."""
 

@@ -13,13 +13,15 @@ With ``FROG_REPEAT=k`` (k > 1) every selected test runs k times in a row (its fi
 time); ``"tests"`` holds the first pass and ``"passes"`` one status map per pass (generators use it to
 check that a bug's failures repeat without paying for more pytest processes).
 
-Grading authenticates the report: with ``FROG_KEY_FIFO`` set, the plugin reads a 64-character key from that
-FIFO when it is imported (``-p`` loads it before any code of the package under test can run) and the report
-is signed with it (HMAC-SHA256 of the canonical JSON, key ``"signature"``), so a report written by anything
-else fails verification. In such a graded run the key, the recorded outcomes and every finding live in the
-*vault* (:func:`_open_vault`), the closure of an audit hook that code under test can't reach, which also
-writes the report; this module's globals then hold nothing a grade is made of. ``$FROG_SELECT`` may then be ``{"ids": [...], "canaries": [...]}``: the canaries are
-selected too and run last, so that a must-fail canary can't stop the run early. With ``"only": true`` there
+Grading authenticates the report: with ``FROG_KEY_FIFO`` set, the plugin reads the selection and then a
+64-character key from that FIFO when it is imported (``-p`` loads it before any code of the package under test
+can run; the selection is no file the tests could open, and ``$FROG_SELECT`` then names the guard alone, for the
+processes a test starts) and the report is signed with it (HMAC-SHA256 of the canonical JSON, key
+``"signature"``), so a report written by anything else fails verification. The key is never a Python object: it
+is read into a bytearray, handed to an HMAC object and wiped. In such a graded run the outcomes, every finding
+and that HMAC object live in the *vault* (:func:`_open_vault`), out of reach of code under test, which also
+writes the report. The selection may be ``{"ids": [...], "canaries": [...]}``: the canaries are selected too
+and run last, so that a must-fail canary can't stop the run early. With ``"only": true`` there
 too, the plugin keeps pytest from even making the test items of functions and classes that no selected id
 names (their parametrizations, fixture closures and marks are half of collecting a large file): a selected
 test is made, set up and run exactly as before, and the others are as if deselected.
@@ -35,9 +37,12 @@ way is refused, the one C call that raises no audit event (``_posixsubprocess.fo
 fresh import, the garbage collector, other threads' frames, tracing) are refused too. A process that a
 test starts (a test running the package's command line) gets the guard too, at its start
 (``sitecustomize.py``, found through ``PYTHONPATH``), with every frame but a test's counting as the
-package's there. Reads through ``linecache`` (tracebacks, ``warnings``, ``inspect`` on a caller's
-frame) are the standard library's own and stay allowed. A frame counts as the package's when its file lies
-in the package's source and not in a test folder.
+package's there. Reads of a caller's source line for a traceback, ``warnings`` or ``inspect`` are the
+standard library's own and stay allowed; the package calling ``linecache`` itself is reading a file. A frame
+counts as the package's when its file lies in the package's source and not in a test folder; a callback that
+``weakref.finalize`` runs when an object dies counts as the package's wherever the object died. Every frame is
+refused ``/proc/<pid>/mem``, ``maps`` and the like (the process's memory holds the key and every outcome), and
+no audit hook may be added once the vault is open.
 
 With ``FROG_MODULES=1`` the report also lists every imported module and its file (``"modules"``): the
 grading server learns from a pristine collection which modules its parent may import ahead of time.
@@ -192,7 +197,8 @@ def _install_guard(config):
 
     def from_package(f, reading=False):
         """Whether the innermost frame of the repository from ``f`` outwards is the package's (not a test's),
-        reached without the standard library's source-line cache or pytest's own code in between (pytest
+        reached without pytest's own code in between, nor (``reading``) the standard library's readers of a
+        caller's source line (a traceback, ``warnings``, ``inspect``; ``linecache`` called directly is none) (pytest
         reads the tests; a package pytest itself runs on, like pluggy, has frames further out on every stack).
         A stack with neither pytest's frames nor the repository's (a thread whose target is a builtin, like
         ``Thread(target=os.system)``, a callback the package left behind) counts as the package's: pytest's
