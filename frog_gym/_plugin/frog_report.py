@@ -468,9 +468,9 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     import _hashlib
     import _json
     import _thread
+    import _signal
     import functools
     import gc
-    import signal
     import types
 
     audit, getframe, get_ident, main_thread = sys.audit, sys._getframe, _thread.get_ident, _thread.get_ident()
@@ -978,25 +978,26 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
 
     gen = run()
     next(gen)
-    signals = tuple_(s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP))
+    signals = tuple_(sorted(s for s in _signal.valid_signals() if s not in (_signal.SIGKILL, _signal.SIGSTOP)))
 
+    # (the C module's functions: the signal module's wrappers convert to enums, fifty times slower)
     def entry(event, args, _send=gen.send, _gen=gen, _prefix="frog.vault.", _functions=functions, _id=id,
-              _getsignal=signal.getsignal, _signal=signal.signal, _raise=signal.raise_signal, _signals=signals,
-              _keep=(signal.SIG_DFL, signal.SIG_IGN, signal.default_int_handler, None), _deferred=deferred,
+              _getsignal=_signal.getsignal, _set=_signal.signal, _raise=_signal.raise_signal, _signals=signals,
+              _dfl=_signal.SIG_DFL, _ign=_signal.SIG_IGN, _int=_signal.default_int_handler, _deferred=deferred,
               _pending=pending, _isenabled=gc.isenabled, _disable=gc.disable, _enable=gc.enable,
               _ident=get_ident, _main=main_thread, _RuntimeError=RuntimeError):
+        refused = None
         if not event.startswith(_prefix):
             if event == "object.__getattr__" and args and args[0] is _gen:
-                _send(("frog.vault.flag", ("code under test looked into the report vault",)))
-                raise _RuntimeError("the report vault is not for code under test")
-            if event != "object.__setattr__" or not args or _id(args[0]) not in _functions:
+                refused = event, args = "frog.vault.flag", ("code under test looked into the report vault",)
+            elif event != "object.__setattr__" or not args or _id(args[0]) not in _functions:
                 return
         swapped = []
         if _ident() == _main:
             for s in _signals:
                 h = _getsignal(s)
-                if not any(h is k for k in _keep):
-                    _signal(s, _deferred)
+                if h is not None and h is not _dfl and h is not _ign and h is not _int:
+                    _set(s, _deferred)
                     swapped.append((s, h))
         collecting = _isenabled()
         _disable()
@@ -1006,9 +1007,11 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
             if collecting:
                 _enable()
             for s, h in swapped:
-                _signal(s, h)
+                _set(s, h)
             while _pending:
                 _raise(_pending.pop(0))
+        if refused is not None:
+            raise _RuntimeError("the report vault is not for code under test")
         if error is not None:
             raise _RuntimeError(f"the report vault failed at {event}: {error}")
 
