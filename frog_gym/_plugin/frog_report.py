@@ -491,7 +491,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     # the code of every function pytest and pluggy held before any code under test ran (nested code included):
     # the seal's own, told apart by object
     sealed_code, todo = set(), []
-    for _, _, items in sealed:
+    for _, _, items in [*sealed, ("frog_report", None, tuple(globals().items()))]:  # this plugin's own too
         for _, v in items:
             for _ in range(3):
                 if type(v) in (staticmethod, classmethod, property):
@@ -658,10 +658,10 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
         t = type_(value)
         if t is FunctionType:
             code = value.__code__
-            if id_(code) in sealed_code:
-                return False
             if package_code(code.co_filename, value.__globals__):
                 return True
+            if id_(code) in sealed_code:
+                return False
             name = code.co_filename
             if name.startswith("<") or under(name, (root,)):
                 return False
@@ -861,7 +861,8 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
             state["opened"] = True
             return
         try:
-            if len_(args) != arity.get(event, -1) or not genuine(event):
+            # a "made" event only ever adds a suspicion (below): it needs no walk of the stack
+            if len_(args) != arity.get(event, -1) or event != "made" and not genuine(event):
                 flag(f"code under test handed the report plugin's {event} event something pytest did not")
                 check(f"at the {event} event pytest did not raise")  # and name what it replaced, if it did
                 return
@@ -900,9 +901,13 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 if nodeid is None or nodeid != state["current"]:
                     flag(f"code under test made a report while pytest ran {state['current']}")
                     return
-                # an exception the phase raised (None: it returned); a report made from it never says passed
-                state["made"] = (nodeid, field(args[1], "when", call_kind, str_type),
-                                 field(args[1], "excinfo", call_kind) is not None)
+                # an exception the phase raised (None: it returned); a report made from it never says passed. Until
+                # the phase's report comes, a raise once said stays said (whoever else raises this event)
+                when, before = field(args[1], "when", call_kind, str_type), state["made"]
+                raised = field(args[1], "excinfo", call_kind) is not None
+                if before is not None and before[0] == nodeid and before[1] == when:
+                    raised = raised or before[2]
+                state["made"] = (nodeid, when, raised)
             elif event == "record":
                 report = args[0]
                 nodeid = field(report, "nodeid", report_kind, str_type)
@@ -919,7 +924,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                         check(f"at the report of {nodeid}")
                     elif nodeid.split("::", 1)[0] in graded_files:
                         check(f"at the report of {nodeid}", hot, hot_hooks)
-                made = state["made"]
+                made, state["made"] = state["made"], None
                 if outcome == "passed" and made is not None and made[0] == nodeid and made[1] == when and made[2]:
                     flag(f"code under test turned the {when} of {nodeid}, which raised, into a pass after pytest "
                          "made its report")
