@@ -444,17 +444,21 @@ _HOT_HOOKS = frozenset((
 # -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
 
 def _open_vault(key_fifo, guard, flags, sealed, ours, select):
-    """Keep a graded run's outcomes, the guard's and seal's findings, and the key, where code under test can't
-    reach them: in the closure of an audit hook (PEP 578). Nothing in Python refers to an installed audit hook,
-    and the ways to find one anyway (the garbage collector, ctypes) are refused by the guard; this module's
-    globals, by contrast, are one ``sys.modules`` lookup away, and a package that rebinds its signer, rewrites
-    its recorded outcomes or registers a plugin of its own would otherwise forge a pass.
+    """Keep a graded run's outcomes, the guard's and seal's findings, and the key (inside an HMAC object), where
+    code under test can't reach them: in the suspended frame of a generator that only an audit hook (PEP 578)
+    resumes. Nothing in Python refers to an installed audit hook, and the ways to find one anyway (the garbage
+    collector, ctypes) are refused by the guard, as is the generator's frame; this module's globals, by contrast,
+    are one ``sys.modules`` lookup away, and a package that rebinds its signer, rewrites its recorded outcomes or
+    registers a plugin of its own would otherwise forge a pass. While the vault runs, no code of the package can:
+    its signal handlers are swapped for one that defers the signal, the collector is off (no finaliser runs), and
+    no audit hook may be added (the guard); the process's memory is refused through ``/proc`` (the guard).
 
     This plugin's hooks hand the vault what pytest gives them, as audit events (``frog.vault.*``). The vault
     takes an event only from the hook function it expects, called on the main thread inside pytest's session with
     no frame of the package's (or of code compiled from a string) on the stack, and for the test pytest is running
     (between its ``logstart`` and ``logfinish``); anything else is recorded as tampering. A report given twice for
-    one phase keeps the worse outcome. Before pytest calls a test, the vault checks that the test's function, its
+    one phase keeps the worse outcome, and a report that says passed for a phase whose call raised (pytest's
+    call information, read before any other implementation of ``pytest_runtest_makereport`` runs) is tampering. Before pytest calls a test, the vault checks that the test's function, its
     ``runtest``, its class and the definition its module or class holds are not code the package made (a package
     that swaps the test functions of the tests that call it for ones that do nothing passes them all). At each report of a graded file's test (and fully at each canary and at the
     end) it checks the seal: pytest's and pluggy's modules and classes, and every implementation of the hooks a
