@@ -16,6 +16,7 @@ the same command line, every layer kept, a clean forked child per grade), and co
 from __future__ import annotations
 
 import enum
+import fcntl
 import functools
 import hashlib
 import json
@@ -148,6 +149,28 @@ def grading_selection(ids: tuple[str, ...], canaries: Canaries,
     return {"ids": list(ids), "canaries": canaries.ids(), "only": True, **({"guard": guard} if guard else {})}
 
 
+def key_fifo(folder: Path, selection: Any, guard: dict[str, list[str]] | None, key: bytes) -> int:
+    """Make the FIFO ``folder/key`` that a graded run's report plugin reads before any code under test runs:
+    the selection (8 hex digits of length, then its JSON: ids and canaries never lie in a file the tests could
+    open), then the 64-byte ``key``. ``folder/select.json`` gets the guard alone, for the processes a test
+    starts. Returns the FIFO's descriptor, to keep open until the run ends (writes never block)."""
+    body = json.dumps(selection).encode()
+    (folder / "select.json").write_text(json.dumps({"guard": guard or {}}))
+    fifo = folder / "key"
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo, 0o644)
+    fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        data = f"{len(body):08x}".encode() + body + key
+        if len(data) > 65536:
+            fcntl.fcntl(fd, 1031, len(data))  # F_SETPIPE_SZ: the plugin reads it all at once, at its import
+        os.write(fd, data)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
 def test_files_of(ids: tuple[str, ...]) -> list[str]:
     """The test files that hold the given pytest node ids, in first-seen order."""
     return list(dict.fromkeys(t.split("::", 1)[0] for t in ids))
@@ -246,21 +269,20 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
             run_env["FROG_DETAILS"] = "1"
         if repeat > 1:
             run_env["FROG_REPEAT"] = str(repeat)
-        if ids is None and guard is not None:  # the whole suite, its test files guarded
-            (io / "in" / "select.json").write_text(json.dumps({"guard": guard}))
-            run_env["FROG_SELECT"] = "/frog/in/select.json"
+        chosen: Any = None
         if ids is not None:
-            chosen: Any = list(ids) if canaries is None else grading_selection(ids, canaries, guard)
-            (io / "in" / "select.json").write_text(json.dumps(chosen))
-            run_env["FROG_SELECT"] = "/frog/in/select.json"
+            chosen = list(ids) if canaries is None else grading_selection(ids, canaries, guard)
+        elif guard is not None:  # the whole suite, its test files guarded
+            chosen = {"guard": guard}
         key_fd = -1
         if authenticate:
             key = secrets.token_hex(32).encode()
-            fifo = io / "in" / "key"
-            os.mkfifo(fifo, 0o644)
-            key_fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # never blocks; the plugin reads 64 bytes once
-            os.write(key_fd, key)
+            key_fd = key_fifo(io / "in", chosen, guard, key)
             run_env["FROG_KEY_FIFO"] = "/frog/in/key"
+        elif chosen is not None:
+            (io / "in" / "select.json").write_text(json.dumps(chosen))
+        if chosen is not None and (guard is not None or not authenticate):
+            run_env["FROG_SELECT"] = "/frog/in/select.json"
         limits = limits or Limits(command_timeout=timeout, output_cap=8192)
         ro = tuple((tree / p, f"/testbed/{p}", False) for p in protect if (tree / p).exists())
         pristine = pristine_binds(repo)

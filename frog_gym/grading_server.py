@@ -264,7 +264,7 @@ class GradingServer:
         Returns :class:`frog_gym.grading.RunResult`, or raises :class:`Unavailable` when this server can't
         vouch for the run (it died, hung, left a process it could not kill, or lost a mount): the caller
         closes it and grades cold."""
-        from frog_gym.grading import GRADING_PYTEST_ARGS, RunResult, TestStatus, grading_selection, read_report, test_files_of
+        from frog_gym.grading import GRADING_PYTEST_ARGS, RunResult, TestStatus, grading_selection, key_fifo, read_report, test_files_of
 
         start = time.monotonic()
         if not self.alive():
@@ -289,15 +289,9 @@ class GradingServer:
         else:
             append_file(self.ws.path, canaries.file, canaries.source.encode())
         _empty(self.out)
-        sel = self.io_in / "select.json"
-        sel.write_text(json.dumps(grading_selection(ids, canaries, guard)))
-        fifo = self.io_in / "key"
-        fifo.unlink(missing_ok=True)
-        os.mkfifo(fifo, 0o644)
         key = secrets.token_hex(32).encode()
-        key_fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+        key_fd = key_fifo(self.io_in, grading_selection(ids, canaries, guard), guard, key)
         try:
-            os.write(key_fd, key)
             files = test_files_of(ids)
             if canaries.file not in files:
                 files.append(canaries.file)

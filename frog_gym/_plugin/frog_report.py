@@ -13,13 +13,15 @@ With ``FROG_REPEAT=k`` (k > 1) every selected test runs k times in a row (its fi
 time); ``"tests"`` holds the first pass and ``"passes"`` one status map per pass (generators use it to
 check that a bug's failures repeat without paying for more pytest processes).
 
-Grading authenticates the report: with ``FROG_KEY_FIFO`` set, the plugin reads a 64-character key from that
-FIFO when it is imported (``-p`` loads it before any code of the package under test can run) and the report
-is signed with it (HMAC-SHA256 of the canonical JSON, key ``"signature"``), so a report written by anything
-else fails verification. In such a graded run the key, the recorded outcomes and every finding live in the
-*vault* (:func:`_open_vault`), the closure of an audit hook that code under test can't reach, which also
-writes the report; this module's globals then hold nothing a grade is made of. ``$FROG_SELECT`` may then be ``{"ids": [...], "canaries": [...]}``: the canaries are
-selected too and run last, so that a must-fail canary can't stop the run early. With ``"only": true`` there
+Grading authenticates the report: with ``FROG_KEY_FIFO`` set, the plugin reads the selection and then a
+64-character key from that FIFO when it is imported (``-p`` loads it before any code of the package under test
+can run; the selection is no file the tests could open, and ``$FROG_SELECT`` then names the guard alone, for the
+processes a test starts) and the report is signed with it (HMAC-SHA256 of the canonical JSON, key
+``"signature"``), so a report written by anything else fails verification. The key is never a Python object: it
+is read into a bytearray, handed to an HMAC object and wiped. In such a graded run the outcomes, every finding
+and that HMAC object live in the *vault* (:func:`_open_vault`), out of reach of code under test, which also
+writes the report. The selection may be ``{"ids": [...], "canaries": [...]}``: the canaries are selected too
+and run last, so that a must-fail canary can't stop the run early. With ``"only": true`` there
 too, the plugin keeps pytest from even making the test items of functions and classes that no selected id
 names (their parametrizations, fixture closures and marks are half of collecting a large file): a selected
 test is made, set up and run exactly as before, and the others are as if deselected.
@@ -35,9 +37,12 @@ way is refused, the one C call that raises no audit event (``_posixsubprocess.fo
 fresh import, the garbage collector, other threads' frames, tracing) are refused too. A process that a
 test starts (a test running the package's command line) gets the guard too, at its start
 (``sitecustomize.py``, found through ``PYTHONPATH``), with every frame but a test's counting as the
-package's there. Reads through ``linecache`` (tracebacks, ``warnings``, ``inspect`` on a caller's
-frame) are the standard library's own and stay allowed. A frame counts as the package's when its file lies
-in the package's source and not in a test folder.
+package's there. Reads of a caller's source line for a traceback, ``warnings`` or ``inspect`` are the
+standard library's own and stay allowed; the package calling ``linecache`` itself is reading a file. A frame
+counts as the package's when its file lies in the package's source and not in a test folder; a callback that
+``weakref.finalize`` runs when an object dies counts as the package's wherever the object died. Every frame is
+refused ``/proc/<pid>/mem``, ``maps`` and the like (the process's memory holds the key and every outcome), and
+no audit hook may be added once the vault is open.
 
 With ``FROG_MODULES=1`` the report also lists every imported module and its file (``"modules"``): the
 grading server learns from a pristine collection which modules its parent may import ahead of time.
@@ -48,28 +53,49 @@ import os
 import sys
 
 
-def _read_key(path):
-    """The 64-byte key grading wrote into the FIFO at ``path`` (read once: the FIFO is empty after)."""
-    fd = os.open(path, os.O_RDONLY)
-    key = b""
+def _read_exactly(f, n):
+    """``n`` bytes from the raw file ``f`` into a new bytearray (shorter at end of file)."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = f.readinto(view[got:])
+        if not k:
+            break
+        got += k
+    view.release()
+    del buf[got:]
+    return buf
+
+
+def _open_fifo(path):
+    """Grading's FIFO at ``path``: it holds the selection (8 hex digits of length, then its JSON), then the
+    64-byte key. Returns the selection and the FIFO, left open for :func:`_open_vault` to read the key from last."""
+    f = open(path, "rb", buffering=0)
+    size = bytes(_read_exactly(f, 8))
     try:
-        while len(key) < 64:
-            chunk = os.read(fd, 64 - len(key))
-            if not chunk:
-                break
-            key += chunk
-    finally:
-        os.close(fd)
-    return key
+        chosen = json.loads(bytes(_read_exactly(f, int(size, 16))))
+    except ValueError:
+        chosen = None
+    return chosen, f
 
 
 _key_fifo = os.environ.pop("FROG_KEY_FIFO", "")
 _graded = bool(_key_fifo)
 """A graded run: the report is kept, checked and signed by the vault (see _open_vault), not by this module."""
+_fifo = None
+if _graded:
+    # the selection (ids, canaries, the guard) comes with the key, never as a file code under test could open;
+    # processes a test starts get the guard alone, from $FROG_SELECT
+    _chosen, _fifo = _open_fifo(_key_fifo)
+else:
+    _chosen = None
 
 
 def _selection():
-    """``$FROG_SELECT``'s JSON (None without one, or unreadable)."""
+    """The selection: from grading's FIFO in a graded run, else ``$FROG_SELECT``'s JSON (None without one, or
+    unreadable)."""
+    if _graded:
+        return _chosen
     path = os.environ.get("FROG_SELECT")
     if not path:
         return None
@@ -81,14 +107,7 @@ def _selection():
 
 
 def _guard_config():
-    path = os.environ.get("FROG_SELECT")
-    if not path:
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            chosen = json.load(f)
-    except (OSError, ValueError):
-        return None
+    chosen = _selection()
     return chosen.get("guard") if isinstance(chosen, dict) else None
 
 
@@ -101,7 +120,9 @@ _GUARDED_EVENTS = frozenset((
     "import", "object.__getattr__", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
     "sys._current_frames", "sys.settrace", "sys.setprofile", "cpython.PyInterpreterState_New",
     # how the guard reaches the processes a test starts (sitecustomize.py)
-    "os.putenv", "os.unsetenv"))
+    "os.putenv", "os.unsetenv",
+    # an audit hook of the package's would run inside the report vault (which raises events itself)
+    "sys.addaudithook", "frog.vault.open"))
 _INHERITED = frozenset(("FROG_GUARD_ROOT", "FROG_SELECT", "PYTHONPATH", "PYTHONHOME"))
 _INTROSPECTION = {
     "gc.get_objects": "searched the garbage collector's objects", "gc.get_referrers": "searched the garbage "
@@ -110,14 +131,20 @@ _INTROSPECTION = {
     "sys.setprofile": "set a profile function", "cpython.PyInterpreterState_New": "started a subinterpreter "
     "(it runs without the guard)", "ctypes.cdata": "read memory through ctypes",
     "ctypes.string_at": "read memory through ctypes", "ctypes.wstring_at": "read memory through ctypes"}
+_MEMORY = frozenset(("mem", "maps", "smaps", "smaps_rollup", "pagemap", "numa_maps"))
+"""The files of ``/proc/<pid>`` (``self``, ``thread-self``, ``task/<tid>``) that read or write a process's memory or say
+where it lies: the key and every outcome are in this process's memory."""
 _NOT_FOR_IT = {"read": "the tests it is graded by are not for it to read",
+               "memory": "the test process's memory is not for it to read or write",
                "start": "code under test may not start a process at grading, nor reach the guard"}
 
 
 def _install_guard(config):
-    import linecache
+    import inspect
     import pty
-    import tokenize
+    import traceback
+    import warnings
+    import weakref
 
     # a process a test starts inherits the guard (sitecustomize.py), with the test process's root
     root = (os.environ.get("FROG_GUARD_ROOT") or os.getcwd()).rstrip("/") + "/"
@@ -138,7 +165,15 @@ def _install_guard(config):
 
     # the standard library's own reads of a source line, and platform's fixed commands (`uname -p`, which
     # boltons' environment profile asks for through platform.processor())
-    mediators = frozenset((linecache.__file__, tokenize.__file__, platform.__file__))
+    mediators = frozenset((platform.__file__,))
+    # what reads a caller's source line for it (through linecache, which, called directly, reads whatever file
+    # it is given: it mediates nothing itself)
+    readers = frozenset((traceback.__file__, inspect.__file__, warnings.__file__))
+    # a callback the interpreter runs when an object dies runs on top of whatever frame let it die (a test's):
+    # it counts as the package's, which armed it
+    callbacks = frozenset((weakref.finalize.__call__.__code__,))
+    proc_dev = os.stat("/proc").st_dev if os.path.isdir("/proc") else None
+    vault_open = []
     # the standard library's fork-then-exec helpers: the exec happens in the child, where a refusal is not
     # recorded, so the fork is refused when they make it (a plain os.fork stays allowed: the child keeps the hook)
     spawners = frozenset((os._spawnvef.__code__, pty.spawn.__code__))
@@ -160,15 +195,18 @@ def _install_guard(config):
     def under(rel, roots):
         return any(r in ("", ".") or rel == r or rel.startswith(r + "/") for r in roots)
 
-    def from_package(f):
+    def from_package(f, reading=False):
         """Whether the innermost frame of the repository from ``f`` outwards is the package's (not a test's),
-        reached without the standard library's source-line cache or pytest's own code in between (pytest
+        reached without pytest's own code in between, nor (``reading``) the standard library's readers of a
+        caller's source line (a traceback, ``warnings``, ``inspect``; ``linecache`` called directly is none) (pytest
         reads the tests; a package pytest itself runs on, like pluggy, has frames further out on every stack).
         A stack with neither pytest's frames nor the repository's (a thread whose target is a builtin, like
         ``Thread(target=os.system)``, a callback the package left behind) counts as the package's: pytest's
         frames are at the bottom of every stack it runs a test on."""
         mediated = False
         while f is not None:
+            if f.f_code in callbacks:
+                return True
             fn = f.f_code.co_filename
             if fn.startswith(pytest_dir) or plugin_file(fn):
                 return False
@@ -178,7 +216,7 @@ def _install_guard(config):
                     return False
                 if under(rel, code):
                     return not mediated
-            elif fn in mediators:
+            elif fn in mediators or reading and fn in readers:
                 mediated = True
             f = f.f_back
         return not mediated
@@ -231,6 +269,16 @@ def _install_guard(config):
             if f is None:
                 return
             why = "started a process (a fork that execs)"
+        elif event == "frog.vault.open":
+            vault_open.append(True)
+            return
+        elif event == "sys.addaudithook":
+            if not vault_open:
+                return  # the vault's own
+            why = "added an audit hook (it would run inside the report vault)"
+            if from_package(caller()):
+                refusal(why, "start")
+            raise RuntimeError(why)  # a RuntimeError: the hook is not added, and the caller carries on
         elif event in ("os.putenv", "os.unsetenv"):
             key = text(args[0]) if args else ""
             if key not in _INHERITED:
@@ -240,7 +288,17 @@ def _install_guard(config):
             why = _INTROSPECTION[event]
         elif event in ("open", "os.symlink", "os.link"):
             what = text(args[0]) if args else ""
-            if basename(what.rstrip("/")) not in names:
+            last = basename(what.rstrip("/"))
+            if last in _MEMORY:
+                # a relative name may hang off a descriptor of /proc/self: refused wherever it would resolve; so is
+                # any frame's attempt (a callback the package left would run on a test's frames)
+                try:
+                    elsewhere = what.startswith("/") and stat(what).st_dev != proc_dev
+                except (OSError, ValueError):
+                    elsewhere = True
+                if not elsewhere:
+                    raise refusal(f"{'opened' if event == 'open' else 'linked to'} {what}", "memory")
+            if last not in names:
                 return
             if what.startswith("/"):  # the same name elsewhere (another package's __init__.py) is no test file
                 try:
@@ -251,6 +309,9 @@ def _install_guard(config):
                     pass
             # a relative name counts whatever it resolves to from here: a directory descriptor may be its base
             why, kind = (f"opened {what}" if event == "open" else f"linked to {what}"), "read"
+            if from_package(caller(), True):
+                raise refusal(why, kind)
+            return
         elif event == "ctypes.dlsym":
             why, kind = "called into a C library through ctypes", "read"
         else:
@@ -383,17 +444,21 @@ _HOT_HOOKS = frozenset((
 # -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
 
 def _open_vault(key_fifo, guard, flags, sealed, ours, select):
-    """Keep a graded run's outcomes, the guard's and seal's findings, and the key, where code under test can't
-    reach them: in the closure of an audit hook (PEP 578). Nothing in Python refers to an installed audit hook,
-    and the ways to find one anyway (the garbage collector, ctypes) are refused by the guard; this module's
-    globals, by contrast, are one ``sys.modules`` lookup away, and a package that rebinds its signer, rewrites
-    its recorded outcomes or registers a plugin of its own would otherwise forge a pass.
+    """Keep a graded run's outcomes, the guard's and seal's findings, and the key (inside an HMAC object), where
+    code under test can't reach them: in the suspended frame of a generator that only an audit hook (PEP 578)
+    resumes. Nothing in Python refers to an installed audit hook, and the ways to find one anyway (the garbage
+    collector, ctypes) are refused by the guard, as is the generator's frame; this module's globals, by contrast,
+    are one ``sys.modules`` lookup away, and a package that rebinds its signer, rewrites its recorded outcomes or
+    registers a plugin of its own would otherwise forge a pass. While the vault runs, no code of the package can:
+    its signal handlers are swapped for one that defers the signal, the collector is off (no finaliser runs), and
+    no audit hook may be added (the guard); the process's memory is refused through ``/proc`` (the guard).
 
     This plugin's hooks hand the vault what pytest gives them, as audit events (``frog.vault.*``). The vault
     takes an event only from the hook function it expects, called on the main thread inside pytest's session with
     no frame of the package's (or of code compiled from a string) on the stack, and for the test pytest is running
     (between its ``logstart`` and ``logfinish``); anything else is recorded as tampering. A report given twice for
-    one phase keeps the worse outcome. Before pytest calls a test, the vault checks that the test's function, its
+    one phase keeps the worse outcome, and a report that says passed for a phase whose call raised (pytest's
+    call information, read before any other implementation of ``pytest_runtest_makereport`` runs) is tampering. Before pytest calls a test, the vault checks that the test's function, its
     ``runtest``, its class and the definition its module or class holds are not code the package made (a package
     that swaps the test functions of the tests that call it for ones that do nothing passes them all). At each report of a graded file's test (and fully at each canary and at the
     end) it checks the seal: pytest's and pluggy's modules and classes, and every implementation of the hooks a
@@ -407,11 +472,13 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     import _hashlib
     import _json
     import _thread
+    import _signal
     import functools
+    import gc
     import types
 
     audit, getframe, get_ident, main_thread = sys.audit, sys._getframe, _thread.get_ident, _thread.get_ident()
-    hmac_digest, make_encoder, encode_ascii = _hashlib.hmac_digest, _json.make_encoder, _json.encode_basestring_ascii
+    hmac_new, make_encoder, encode_ascii = _hashlib.hmac_new, _json.make_encoder, _json.encode_basestring_ascii
     open_, replace, times, environ_get = open, os.replace, os.times, os.environ.get
     isinstance_, vars_, list_, tuple_, len_, str_, round_, any_, type_ = (
         isinstance, vars, list, tuple, len, str, round, any, type)
@@ -424,6 +491,23 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     trusted_namespaces = frozenset(id(type(sys).__dict__["__dict__"].__get__(m)) for m in list(sys.modules.values())
                                    if type(m) is module_type)
     str_type, int_type, float_type, bool_type, int_add, issubclass_ = str, int, float, bool, int.__add__, issubclass
+    set_, compile_, code_type = set, compile, types.CodeType
+    # the code of every function pytest and pluggy held before any code under test ran (nested code included):
+    # the seal's own, told apart by object
+    sealed_code, todo = set(), []
+    for _, _, items in [*sealed, ("frog_report", None, tuple(globals().items()))]:  # this plugin's own too
+        for _, v in items:
+            for _ in range(3):
+                if type(v) in (staticmethod, classmethod, property):
+                    v = v.fget if type(v) is property else v.__func__
+            if type(v) is types.FunctionType:
+                todo.append(v.__code__)
+    while todo:
+        c = todo.pop()
+        if id(c) not in sealed_code:
+            sealed_code.add(id(c))
+            todo.extend(k for k in c.co_consts if type(k) is types.CodeType)
+    sealed_code = frozenset(sealed_code)  # ids of code objects held alive by the modules sealed, not the package's
 
     # Code under test must never run inside the vault: its frames would lead to the vault's own (and to the
     # key). So nothing here reads an object through Python-level dispatch it may have changed (a class's
@@ -489,6 +573,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     pytest_items = tuple_(v for m in ("_pytest.python", "_pytest.unittest", "_pytest.doctest") if m in modules
                           for v in list_(vars_(modules[m]).values()) if isinstance_(v, type_) and issubclass_(v, nodes.Item))
     node_kind, config_kind = kind(nodes.Node), kind(config_module.Config)
+    call_kind = kind(modules["_pytest.runner"].CallInfo)
     pm_kind = kind(plugin_manager)
     relay_kind = kind(pluggy_globals.get("HookRelay") or pluggy_globals.get("_HookRelay"))
     caller_kind = kind(pluggy_globals.get("HookCaller") or pluggy_globals.get("_HookCaller"))
@@ -535,12 +620,12 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     graded_files = frozenset_(str_(f) for f in (guard or {}).get("files", ()))
     hot = [e for e in sealed if e[0] in _HOT or e[0].rsplit(".", 1)[0] in _HOT]
     canaries = frozenset_(str_(c) for c in select.get("canaries", ())) if isinstance_(select, dict_) else frozenset_()
-    state = {"pm": None, "ours": [], "current": None, "opened": False, "finished": False}
+    state = {"pm": None, "ours": [], "current": None, "opened": False, "finished": False, "made": None}
     phases = {}  # nodeid -> {when: outcome}, in report order
     collect_errors = []
     flagged = list_(flags)
     cleared = {}  # id -> code object of the frames already found not to be the package's (on pytest's stacks)
-    arity = {"configure": 1, "start": 1, "call": 1, "record": 1, "end": 1, "collect_error": 1, "finish": 3}
+    arity = {"configure": 1, "start": 1, "call": 1, "made": 2, "record": 1, "end": 1, "collect_error": 1, "finish": 3}
     module_dict = type(sys).__dict__["__dict__"].__get__
 
     def flag(message):
@@ -576,7 +661,15 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 break
         t = type_(value)
         if t is FunctionType:
-            return package_code(value.__code__.co_filename, value.__globals__)
+            code = value.__code__
+            if package_code(code.co_filename, value.__globals__):
+                return True
+            if id_(code) in sealed_code:
+                return False
+            name = code.co_filename
+            if name.startswith("<") or under(name, (root,)):
+                return False
+            return not library_function(value, code)  # a file's name is only a claim: its source must agree
         if depth < 2:
             cls = value if issubclass_(t, type_) else t
             for base in mro_of(cls):
@@ -586,6 +679,45 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                     if made(v, depth + 1):
                         return True
         return False
+
+    library_code = {}  # a file outside the repository -> what its source compiles to: {(name, line, bytecode)}
+    checked = {}  # id -> (code, verdict) of the functions library_function has judged
+
+    def compiled(name):
+        found = library_code.get(name)
+        if found is None:
+            found = library_code[name] = set_()
+            try:
+                with open_(name, "rb") as f:
+                    todo = [compile_(f.read(), name, "exec", 0, True)]
+            except (OSError, ValueError, SyntaxError):
+                todo = []
+            while todo:
+                c = todo.pop()
+                found.add((c.co_name, c.co_firstlineno, c.co_code))
+                todo.extend(k for k in c.co_consts if type_(k) is code_type)
+        return found
+
+    def library_function(fn, code):
+        """Whether ``fn``, whose code names a file outside the repository, is that file's own: defined in the
+        namespace of the module loaded from it, with code its source compiles to. Code compiled from a string
+        under a library's file name (to pass for that library's) is neither."""
+        hit = checked.get(id_(code))
+        if hit is not None and hit[0] is code:
+            return hit[1]
+        name, namespace, verdict = code.co_filename, fn.__globals__, False
+        if type_(namespace) is dict_:
+            for m in list_(modules.values()):
+                if type_(m) is not module_type:
+                    continue
+                d = module_dict(m)
+                if d is namespace:
+                    owner = [v for k, v in dict_items(d) if type_(k) is str_type and k == "__file__"]
+                    verdict = bool(owner) and type_(owner[0]) is str_type and owner[0] == name and \
+                        (code.co_name, code.co_firstlineno, code.co_code) in compiled(name)
+                    break
+        checked[id_(code)] = (code, verdict)
+        return verdict
 
     def broken_seal(entries, hooks):
         """The first sealed attribute that code the package made has replaced, or the first hook (of ``hooks``,
@@ -625,7 +757,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
         inside the session, no frame of the package's or of code compiled from a string on the way."""
         if get_ident() != main_thread:
             return False
-        f = getframe(2)  # 0: this function, 1: the hook below, 2: whoever raised the event
+        f = getframe(4)  # 0: this function, 1: body, 2: the vault's generator, 3: its audit hook, 4: the raiser
         if f is None or f.f_code is not codes.get(event):
             return False
         f = f.f_back
@@ -684,7 +816,9 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
         if guard or flagged:
             out["guard"] = list_(flagged)
         text = dumps(out)
-        out["signature"] = hmac_digest(key, text.encode(), "sha256").hex()
+        signer = mac.copy()
+        signer.update(text.encode())
+        out["signature"] = signer.hexdigest()
         tmp = report_path + ".tmp"
         with open_(tmp, "w", encoding="utf-8") as f:
             f.write(dumps(out))
@@ -715,9 +849,9 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 return "its definition"
         return None
 
-    def vault(event, args):
+    def body(event, args):
         if not event.startswith("frog.vault."):
-            if event == "object.__setattr__" and args and id_(args[0]) in functions:  # __code__, __defaults__
+            if event == "object.__setattr__":  # __code__, __defaults__ of one of this plugin's functions
                 flag(f"code under test rewrote the report plugin's {args[0].__name__}.{args[1]}")
             return
         event = event[11:]
@@ -731,7 +865,8 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
             state["opened"] = True
             return
         try:
-            if len_(args) != arity.get(event, -1) or not genuine(event):
+            # a "made" event only ever adds a suspicion (below): it needs no walk of the stack
+            if len_(args) != arity.get(event, -1) or event != "made" and not genuine(event):
                 flag(f"code under test handed the report plugin's {event} event something pytest did not")
                 check(f"at the {event} event pytest did not raise")  # and name what it replaced, if it did
                 return
@@ -765,6 +900,18 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 what = test_function_replaced(item)
                 if what is not None:
                     flag(f"code under test replaced the test function of {nodeid} ({what})")
+            elif event == "made":
+                nodeid = field(args[0], "_nodeid", node_kind, str_type)
+                if nodeid is None or nodeid != state["current"]:
+                    flag(f"code under test made a report while pytest ran {state['current']}")
+                    return
+                # an exception the phase raised (None: it returned); a report made from it never says passed. Until
+                # the phase's report comes, a raise once said stays said (whoever else raises this event)
+                when, before = field(args[1], "when", call_kind, str_type), state["made"]
+                raised = field(args[1], "excinfo", call_kind) is not None
+                if before is not None and before[0] == nodeid and before[1] == when:
+                    raised = raised or before[2]
+                state["made"] = (nodeid, when, raised)
             elif event == "record":
                 report = args[0]
                 nodeid = field(report, "nodeid", report_kind, str_type)
@@ -781,6 +928,10 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                         check(f"at the report of {nodeid}")
                     elif nodeid.split("::", 1)[0] in graded_files:
                         check(f"at the report of {nodeid}", hot, hot_hooks)
+                made, state["made"] = state["made"], None
+                if outcome == "passed" and made is not None and made[0] == nodeid and made[1] == when and made[2]:
+                    flag(f"code under test turned the {when} of {nodeid}, which raised, into a pass after pytest "
+                         "made its report")
                 p = phases[nodeid]
                 before = p.get(when)
                 # a phase reported twice (subtests) keeps the worse: a later pass never hides a failure
@@ -802,8 +953,85 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
             if event == "finish":
                 raise
 
-    key = _read_key(key_fifo)  # last: nothing above may run code of the package, with the key in a frame
-    sys.addaudithook(vault)
+    # The vault's state (the key among it) is reachable from every frame of the vault's own code, so no code of
+    # the package may run while one is on the stack: not a signal handler (Python runs them between any two
+    # instructions of the main thread), not a finaliser of the garbage collector, not an audit hook of its own
+    # (the vault raises audit events itself). The hook that pytest's events reach (``entry``) holds nothing worth
+    # reading: it swaps every Python signal handler for one that only notes the signal, turns off the collector,
+    # and only then resumes the generator below, whose suspended frame is the one way to the rest (its
+    # ``gi_frame`` is refused); the noted signals are raised again once the vault's frames are gone.
+    def run():
+        error = None
+        while True:
+            try:
+                event, args = yield error
+            except GeneratorExit:
+                return
+            except BaseException_:  # noqa: BLE001 (thrown in: never let out, its traceback would carry this frame)
+                error = "a signal thrown into the vault"
+                continue
+            error = None
+            f = getframe(1)
+            if f is None or f.f_code is not entry_code:
+                flag("code under test called into the report vault directly")
+                continue
+            try:
+                body(event, args)
+            except BaseException_ as e:  # noqa: BLE001 (raised again by entry, without this frame)
+                error = type_(e).__name__
+
+    pending = []
+
+    def deferred(signum, frame):
+        pending.append(signum)
+
+    gen = run()
+    next(gen)
+    signals = tuple_(sorted(s for s in _signal.valid_signals() if s not in (_signal.SIGKILL, _signal.SIGSTOP)))
+
+    # (the C module's functions: the signal module's wrappers convert to enums, fifty times slower)
+    def entry(event, args, _send=gen.send, _gen=gen, _prefix="frog.vault.", _functions=functions, _id=id,
+              _getsignal=_signal.getsignal, _set=_signal.signal, _raise=_signal.raise_signal, _signals=signals,
+              _dfl=_signal.SIG_DFL, _ign=_signal.SIG_IGN, _int=_signal.default_int_handler, _deferred=deferred,
+              _pending=pending, _isenabled=gc.isenabled, _disable=gc.disable, _enable=gc.enable,
+              _ident=get_ident, _main=main_thread, _RuntimeError=RuntimeError):
+        refused = None
+        if not event.startswith(_prefix):
+            if event == "object.__getattr__" and args and args[0] is _gen:
+                refused = event, args = "frog.vault.flag", ("code under test looked into the report vault",)
+            elif event != "object.__setattr__" or not args or _id(args[0]) not in _functions:
+                return
+        swapped = []
+        if _ident() == _main:
+            for s in _signals:
+                h = _getsignal(s)
+                if h is not None and h is not _dfl and h is not _ign and h is not _int:
+                    _set(s, _deferred)
+                    swapped.append((s, h))
+        collecting = _isenabled()
+        _disable()
+        try:
+            error = _send((event, args))
+        finally:
+            if collecting:
+                _enable()
+            for s, h in swapped:
+                _set(s, h)
+            while _pending:
+                _raise(_pending.pop(0))
+        if refused is not None:
+            raise _RuntimeError("the report vault is not for code under test")
+        if error is not None:
+            raise _RuntimeError(f"the report vault failed at {event}: {error}")
+
+    entry_code = entry.__code__
+    # last: nothing above may run code of the package; the key is never a Python object (a bytearray, wiped)
+    key = _read_exactly(key_fifo, 64)
+    key_fifo.close()
+    mac = hmac_new(key, digestmod="sha256")
+    key[:] = b"\0" * 64
+    del key
+    sys.addaudithook(entry)
     audit("frog.vault.open")
 
 _selected = None
@@ -850,10 +1078,8 @@ def pytest_configure(config, _audit=sys.audit):
         _audit("frog.vault.configure", config)
     _repeat = max(1, int(os.environ.get("FROG_REPEAT", "1") or 1))
     _passes[1:] = [{} for _ in range(_repeat - 1)]
-    path = os.environ.get("FROG_SELECT")
-    if path:
-        with open(path, encoding="utf-8") as f:
-            chosen = json.load(f)
+    chosen = _selection()
+    if chosen is not None:
         if isinstance(chosen, dict) and "ids" not in chosen:  # the guard alone: the whole suite runs
             return
         if isinstance(chosen, dict):
@@ -908,8 +1134,10 @@ try:
             return None  # pytest makes it as always
         return []  # no selected test comes from it: as good as deselected, without the cost of making it
 
-    @_pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(item, call):
+    @_pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(item, call, _audit=sys.audit):
+        if _graded:  # before any other implementation: what pytest's call says, for the vault to hold the report to
+            _audit("frog.vault.made", item, call)
         outcome = yield
         if not os.environ.get("FROG_DETAILS"):
             return
@@ -1012,8 +1240,8 @@ def pytest_sessionfinish(session, exitstatus, _audit=sys.audit):
 
 
 if _graded:  # last: every hook is defined, and nothing of the package under test has run yet
-    _open_vault(_key_fifo, _guard, _guard_hits, _make_seal(), {
+    _open_vault(_fifo, _guard, _guard_hits, _make_seal(), {
         "configure": pytest_configure, "start": pytest_runtest_logstart, "record": pytest_runtest_logreport,
         "end": pytest_runtest_logfinish, "collect_error": pytest_collectreport, "finish": pytest_sessionfinish,
-        "call": pytest_runtest_call,
+        "call": pytest_runtest_call, "made": pytest_runtest_makereport,
         "select": pytest_collection_modifyitems}, _selection())

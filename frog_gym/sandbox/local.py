@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import glob
 import os
 import resource
 import select
@@ -94,6 +95,21 @@ def base_env(venv: Path | None, extra: dict[str, str] | None = None) -> dict[str
     env.update(extra or {})
     return env
 
+
+
+def _foreign_packages(*prefixes: str) -> list[str]:
+    """The folders of installed packages outside a repository's venv that the sandbox would otherwise show: the
+    base interpreter's ``site-packages`` and the system's ``dist-packages``. A registered package installed there
+    at the task's version is the task's original source (``diff -r`` against ``/testbed`` prints the bug); the
+    venvs are made without system site-packages, so nothing in them needs these. Each is hidden under an empty,
+    read-only tmpfs."""
+    found = []
+    for pattern in ("/usr/lib/python3*/*-packages", "/usr/local/lib/python3*/*-packages",
+                    *(f"{p}/lib/python3*/*-packages" for p in prefixes)):
+        for d in sorted(glob.glob(pattern)):
+            if os.path.isdir(d) and not os.path.islink(d) and d not in found:
+                found.append(d)
+    return found
 
 class _Capture:
     """Keeps the head and the tail of a stream up to a byte cap, counting what it drops."""
@@ -217,6 +233,8 @@ class LocalSandbox(ClosingOnExit):
             a += ["--ro-bind", prefix, prefix]
             if os.path.realpath(sys.base_prefix) != sys.base_prefix:
                 a += ["--ro-bind", prefix, sys.base_prefix]
+        for d in _foreign_packages(prefix, sys.base_prefix):
+            a += ["--tmpfs", d, "--remount-ro", d]
         if self.venv is not None:
             a += ["--ro-bind", str(self.venv), str(self.venv)]
         a += ["--bind", str(self.host_root), TESTBED]
