@@ -87,7 +87,7 @@ def main(out: Path) -> None:
         summary["wrong_token"] = {"rc": wrong.returncode, "stderr": wrong.stderr}
 
         bench = subprocess.Popen([*cli, "--agent", "python:slow_agents:make", "--agent-opt", f"seconds={SLEEP}",
-                                  "--workers", "3", "--spares", "0", "--ray", address, "--out", str(out / "run")],
+                                  "--workers", "3", "--spares", "0", "--cpus-per-env", "1", "--ray", address, "--out", str(out / "run")],
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for(lambda: sleeping_episodes() >= 3 or bench.poll() is not None, 180, "three episodes running")
         summary["killed_at_sleeping"] = sleeping_episodes()
