@@ -126,6 +126,21 @@ def test_an_actor_that_finds_no_room_is_reported_with_the_resources(local_ray):
         pool.close()
 
 
+@pytest.mark.skipif(os.path.exists("/var/run/docker.sock"), reason="needs a machine where Docker does not answer")
+def test_a_sandbox_that_cannot_start_is_an_infrastructure_failure_not_scored(local_ray):
+    from frog_gym.distributed import PoolConfig, RayEnvPool
+
+    spec = HarnessSpec.for_suite(TOY[0]).replace(backend="docker")  # the actors find no Docker engine
+    pool = RayEnvPool(PoolConfig(workers=1, spares=0), repos=["frogtoy"])
+    try:
+        (out,) = pool.run_episodes(spec, "oracle", {}, "oracle", [(TOY[0], 0)])
+    finally:
+        pool.close()
+    r = out["result"]
+    assert r["infra_failure"].startswith("SandboxUnavailableError: No Docker engine answers"), r
+    assert not r["resolved"] and r["ray_tries"] == 1
+
+
 def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "frog_gym.cli", *args], capture_output=True, text=True,
                           timeout=120, **kw)
