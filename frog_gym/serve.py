@@ -387,3 +387,29 @@ def make_app(token: str, config: ServeConfig | None = None, max_sessions: int = 
     app = create_app(functools.partial(FrogOpenEnv, config), FrogAction, FrogObservation, env_name="frog-gym",
                      max_concurrent_envs=max_sessions)
     return TokenGate(SessionGuard(app, max_sessions, config.idle_timeout_s), check_token(token))
+
+
+def app_from_environment() -> Any:
+    """The app configured by environment variables, for ``uvicorn frog_gym.serve:app`` (what ``openenv.yaml``
+    and the ``Dockerfile`` run): ``FROG_GYM_SERVE_TOKEN`` (required), ``FROG_GYM_SERVE_ENV`` (default
+    ``FrogSWE-v0``), ``FROG_GYM_SERVE_MAX_SESSIONS`` (4) and ``FROG_GYM_SERVE_IDLE_TIMEOUT`` (600 s; 0: never)."""
+    import os
+
+    token = os.environ.get("FROG_GYM_SERVE_TOKEN", "")
+    if not token:
+        raise ServeError("Set FROG_GYM_SERVE_TOKEN to the token clients must send (e.g. python -c 'import secrets; "
+                         "print(secrets.token_urlsafe(24))').")
+    try:
+        sessions = int(os.environ.get("FROG_GYM_SERVE_MAX_SESSIONS", "4"))
+        idle = float(os.environ.get("FROG_GYM_SERVE_IDLE_TIMEOUT", "600"))
+    except ValueError as e:
+        raise ServeError(f"FROG_GYM_SERVE_MAX_SESSIONS must be an integer and FROG_GYM_SERVE_IDLE_TIMEOUT a "
+                         f"number of seconds: {e}") from None
+    config = ServeConfig(os.environ.get("FROG_GYM_SERVE_ENV", "FrogSWE-v0"), idle_timeout_s=idle or None)
+    return make_app(token, config, max_sessions=sessions)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # built on first access, so that importing this module needs no token
+        return app_from_environment()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -248,3 +248,40 @@ def test_an_infrastructure_failure_is_unscored(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_openenvs_runtime_validator_passes(server):
+    from openenv.cli._validation import validate_running_environment
+
+    report = validate_running_environment(f"{server}/{TOKEN}")
+    assert report["passed"], [c for c in report["criteria"] if not c["passed"]]
+
+
+def test_the_manifest_app_runs_under_uvicorn_as_openenv_runs_it(tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    manifest = dict(line.split(": ", 1) for line in (root / "openenv.yaml").read_text().splitlines()
+                    if line and not line.startswith("#"))
+    assert manifest["runtime"] == "fastapi" and manifest["app"] == "frog_gym.serve:app"
+    assert "uvicorn\", \"frog_gym.serve:app\"" in (root / "Dockerfile").read_text()
+    port = _free_port()
+    cmd = [sys.executable, "-m", "uvicorn", manifest["app"], "--port", str(port), "--log-level", "warning"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                       env={k: v for k, v in os.environ.items() if k != "FROG_GYM_SERVE_TOKEN"})
+    assert p.returncode != 0 and "Set FROG_GYM_SERVE_TOKEN to the token clients must send" in p.stderr
+    proc = subprocess.Popen(cmd, env={**os.environ, "FROG_GYM_SERVE_TOKEN": TOKEN, "FROG_GYM_SERVE_ENV": "FrogSWE-Toy-v0"},
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert _wait_for(lambda: _health(f"http://127.0.0.1:{port}/{TOKEN}"), 60), "uvicorn did not serve the app"
+        assert _get(f"http://127.0.0.1:{port}/health")[0] == 401
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _health(base: str) -> bool:
+    try:
+        return _get(f"{base}/health")[0] == 200
+    except OSError:
+        return False
