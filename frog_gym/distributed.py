@@ -567,8 +567,19 @@ class RemoteEnv:
         return self._call("reset", seed, options)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """The env's step; if actors keep dying under it (past ``max_retries`` replays), the episode ends
+        truncated with ``info["infra_failure"]`` (never scored; the 0.0 reward is Gymnasium's placeholder)
+        and a fresh actor waits for the next ``reset``."""
         self._actions.append(action)
-        return self._call("step", action)
+        try:
+            return self._call("step", action)
+        except self.pool._died as e:
+            why = f"ray: the env's actor died {self.pool.config.max_retries + 1} times ({_first(e)})"
+            self.actor = self.pool.replace(self.actor)
+            self.pool.ray.get(self.actor.make.remote(self.env_id, self.kwargs))
+            self._reset_args, self._actions = None, []
+            return (f"Infrastructure failure (not scored): {why}", 0.0, False, True,
+                    {"infra_failure": why, "steps": None})
 
     def diff(self) -> str:
         return self._call("diff")

@@ -141,6 +141,24 @@ def test_a_sandbox_that_cannot_start_is_an_infrastructure_failure_not_scored(loc
     assert not r["resolved"] and r["ray_tries"] == 1
 
 
+def test_remote_env_past_its_retries_ends_the_episode_as_an_infrastructure_failure(local_ray):
+    from frog_gym.distributed import PoolConfig, RayEnvPool, RemoteEnv
+
+    pool = RayEnvPool(PoolConfig(workers=1, spares=1, cpus_per_env=0.5, max_retries=0), repos=["frogtoy"])
+    env = RemoteEnv(pool, "FrogSWE-Toy-v0", max_steps=8)
+    try:
+        env.reset(seed=0, options={"task_id": TOY[1]})
+        os.kill(local_ray.get(env.actor.where.remote())["pid"], signal.SIGKILL)
+        obs, reward, terminated, truncated, info = env.step({"tool": "bash", "command": "ls"})
+        assert truncated and not terminated and info["infra_failure"].startswith("ray: the env's actor died 1 times")
+        assert obs.startswith("Infrastructure failure (not scored): ")
+        obs, info = env.reset(seed=0, options={"task_id": TOY[1]})  # a fresh actor serves the next episode
+        assert info["task_id"] == TOY[1]
+    finally:
+        env.close()
+        pool.close()
+
+
 def _cli(*args: str, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "frog_gym.cli", *args], capture_output=True, text=True,
                           timeout=120, **kw)
