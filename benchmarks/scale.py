@@ -1,25 +1,22 @@
-"""Scale-out benchmark: episodes per hour with 1, 2 and 4 Ray env actors against the local process pool
-with the same number of workers, on the same 40 tasks, and what one env costs (CPU, memory, disk).
+"""Scale-out benchmark: episodes per second with 1, 2 and 4 Ray env actors against the local process pool
+with the same number of workers, on the same tasks, and what one env costs (CPU, memory, disk).
 
-Both sides run ``frog_gym.bench.bench`` on the same harness; only ``ray=`` differs. Runs are paired and
-alternate (local pool, then Ray, for each worker count), each with its own nonce so that every episode is
-really graded (the agent is the oracle plus a one-line file, as in ``benchmarks/harness.py``). The Ray
-side includes starting its actors (one Ray on this machine, started once). The load average is printed
-beside every figure: on a shared machine the absolute numbers move with it, the paired ratio less.
+Both sides run ``frog_gym.bench.bench`` on the same harness; only ``ray=`` differs. Runs are paired, and
+the side that goes first alternates (by worker count and by round), so that neither side always meets a
+warmer or a colder machine; every task's template is built before any timed run (the first reset of a task
+builds it, which used to flatter whichever side ran second). Each run has its own nonce so that every
+episode is really graded (the agent is the oracle plus a one-line file, as in ``benchmarks/harness.py``).
+The Ray side includes starting its actors (at ``--cpus-per-env`` each, on one Ray started once here). The
+load average is printed beside every figure: on a shared machine the absolute numbers move with it, the
+paired ratio less.
 
-    python benchmarks/scale.py [--tasks 40] [--workers 1,2,4]
+    python benchmarks/scale.py [--tasks 40] [--workers 1,2,4] [--rounds 2]
 
 Per env (measured in this process over ``--measure`` episodes): CPU seconds per episode (this process
 and its children: the sandboxed shell, tools and the graded test run), peak resident memory of the env's
 process and of its largest child, and disk: the episode's workspace and grading scratch, plus the shared
 per-repository snapshot and venv, which a node holds once for all its envs. ``docs/scaling.md`` projects
-these onto 1,500 concurrent envs.
-
-Measured on 40 tasks in 27 repositories, 2 shared cores under a load average of 11-18 (other engineers'
-jobs), episodes per hour, local pool / Ray: 1 worker 638 / 598 (0.94x), 2 workers 783 / 833 (1.06x),
-4 workers 1,669 / 1,318 (0.79x; the Ray figure includes starting its 4 actors); per env 59 MB for a bare
-env process (about 157 MB as a Ray actor), 3.4 MB of workspace (6.9 MB max), 15 MB of shared snapshot
-and venv per repository.
+these onto 1,500 concurrent envs and records the figures.
 """
 
 from __future__ import annotations
@@ -100,10 +97,18 @@ def measure_env(spec: HarnessSpec, n: int) -> dict[str, float]:
             "repo_snapshot_and_venv_mb_mean": sum(shared) / len(shared) / 2**20}
 
 
-def run_side(spec: HarnessSpec, workers: int, out: Path, ray: bool) -> dict[str, float]:
+def warm_templates(spec: HarnessSpec) -> None:
+    """Reset an env once on every task, untimed: each task's template is then built for both sides."""
+    env = make_env(spec)
+    for task_id in spec.task_ids:
+        env.reset(seed=0, options={"task_id": task_id})
+    env.close()
+
+
+def run_side(spec: HarnessSpec, workers: int, out: Path, ray: bool, cpus_per_env: float = 0.25) -> dict[str, float]:
     """One paired side: ``bench`` of the nonce'd oracle on every task of ``spec``."""
     s = bench(spec, "python:harness:unique_oracle", {"nonce": uuid.uuid4().hex}, out, workers=workers,
-              progress=False, ray="local" if ray else None, spares=0)
+              progress=False, ray="local" if ray else None, spares=0, cpus_per_env=cpus_per_env if ray else None)
     return {"finished": s.finished, "wall_s": s.wall_s, "resolved": s.resolved, "infra_failures": s.infra_failures}
 
 
@@ -117,6 +122,8 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--measure", type=int, default=8, help="episodes measured for the per-env costs")
     ap.add_argument("--sides", default="local,ray", help="which sides run (a partial rerun: 'local' or 'ray')")
+    ap.add_argument("--rounds", type=int, default=2, help="paired runs per worker count (the first side alternates)")
+    ap.add_argument("--cpus-per-env", type=float, default=0.25, help="CPUs each Ray actor reserves")
     args = ap.parse_args()
     if args.measure_only:
         print(json.dumps(measure_env(HarnessSpec.for_suite(args.ids), args.measure_only)))
@@ -136,45 +143,58 @@ def main() -> None:
     for r in repos:  # both sides find every snapshot and venv built
         prepare(load_repo(r))
     print(f"repositories prepared in {time.monotonic() - t:.0f} s", flush=True)
+    t = time.monotonic()
+    warm_templates(spec)
+    print(f"templates built in {time.monotonic() - t:.0f} s (untimed, for both sides)", flush=True)
 
     from frog_gym.distributed import connect
 
     t = time.monotonic()
     connect(None, num_cpus=max(workers) + 1)
-    print(f"local Ray started in {time.monotonic() - t:.1f} s (num_cpus={max(workers) + 1})", flush=True)
+    print(f"local Ray started in {time.monotonic() - t:.1f} s (num_cpus={max(workers) + 1}, "
+          f"{args.cpus_per_env:g} CPU per actor)", flush=True)
 
-    print(f"\n{'workers':>7} {'side':>6} {'episodes/h':>11} {'wall s':>7} {'resolved':>9} {'infra':>5}  load 1/5/15 "
-          "before -> after")
-    rows: dict[tuple[int, str], float] = {}
+    print(f"\n{'workers':>7} {'round':>5} {'side':>6} {'first':>5} {'episodes/s':>10} {'per worker':>10} {'wall s':>7} "
+          f"{'resolved':>9} {'infra':>5}  load 1/5/15 before -> after")
+    rows: dict[tuple[int, str], list[float]] = {}
+    sides = args.sides.split(",")
     with tempfile.TemporaryDirectory(prefix="frog-scale-") as tmp:
-        for w in workers:
-            for side in args.sides.split(","):
-                before = load()
-                out = Path(tmp) / f"{side}-{w}"
-                try:
-                    if side == "ray":
-                        s = run_side(spec, w, out, ray=True)
-                    else:  # in a process without Ray's threads (a sandbox is forked from the bench process)
-                        cmd = [sys.executable, __file__, "--one-local", str(w), "--ids", str(ids), "--out", str(out)]
-                        p = subprocess.run(cmd, capture_output=True, text=True)
-                        if p.returncode:
-                            raise RuntimeError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode)
-                        s = json.loads(p.stdout)
-                except Exception as e:  # noqa: BLE001 (reported in the table; the other runs go on)
-                    print(f"{w:>7} {side:>6} failed: {type(e).__name__}: {e}", flush=True)
-                    rows[w, side] = float("nan")
-                    continue
-                per_hour = s["finished"] / s["wall_s"] * 3600
-                rows[w, side] = per_hour
-                print(f"{w:>7} {side:>6} {per_hour:>11.0f} {s['wall_s']:>7.1f} {s['resolved']:>5}/{s['finished']:<3} "
-                      f"{s['infra_failures']:>5}  {before} -> {load()}", flush=True)
-    if set(args.sides.split(",")) != {"local", "ray"}:
-        workers = []  # no pairs to compare
-    print("\nRay / local pool, same workers: " + ", ".join(
-        f"{w}: {rows[w, 'ray'] / rows[w, 'local']:.2f}x" for w in workers))
-    print("scaling vs 1 worker: local " + ", ".join(f"{w}: {rows[w, 'local'] / rows[workers[0], 'local']:.2f}x"
-                                                    for w in workers)
-          + "; ray " + ", ".join(f"{w}: {rows[w, 'ray'] / rows[workers[0], 'ray']:.2f}x" for w in workers))
+        for i, w in enumerate(workers):
+            for r in range(args.rounds):
+                order = sides if (i + r) % 2 == 0 else sides[::-1]
+                for side in order:
+                    before = load()
+                    out = Path(tmp) / f"{side}-{w}-{r}"
+                    try:
+                        if side == "ray":
+                            s = run_side(spec, w, out, ray=True, cpus_per_env=args.cpus_per_env)
+                        else:  # in a process without Ray's threads (a sandbox is forked from the bench process)
+                            cmd = [sys.executable, __file__, "--one-local", str(w), "--ids", str(ids), "--out", str(out)]
+                            p = subprocess.run(cmd, capture_output=True, text=True)
+                            if p.returncode:
+                                raise RuntimeError(p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode)
+                            s = json.loads(p.stdout)
+                    except Exception as e:  # noqa: BLE001 (reported in the table; the other runs go on)
+                        print(f"{w:>7} {r:>5} {side:>6} failed: {type(e).__name__}: {e}", flush=True)
+                        continue
+                    per_s = s["finished"] / s["wall_s"]
+                    rows.setdefault((w, side), []).append(per_s)
+                    print(f"{w:>7} {r:>5} {side:>6} {'yes' if side == order[0] else 'no':>5} {per_s:>10.3f} "
+                          f"{per_s / w:>10.3f} {s['wall_s']:>7.1f} {s['resolved']:>5}/{s['finished']:<3} "
+                          f"{s['infra_failures']:>5}  {before} -> {load()}", flush=True)
+
+    def mean(w: int, side: str) -> float:
+        v = rows.get((w, side), [])
+        return sum(v) / len(v) if v else float("nan")
+
+    print(f"\nepisodes per second (mean of {args.rounds} rounds), and per worker:")
+    print(f"{'workers':>7} " + " ".join(f"{side + ' eps/s':>13} {side + ' /worker':>14}" for side in sides)
+          + ("   ray/local" if set(sides) == {"local", "ray"} else ""))
+    for w in workers:
+        line = f"{w:>7} " + " ".join(f"{mean(w, side):>13.3f} {mean(w, side) / w:>14.3f}" for side in sides)
+        if set(sides) == {"local", "ray"}:
+            line += f"   {mean(w, 'ray') / mean(w, 'local'):>9.2f}x"
+        print(line)
 
     cmd = [sys.executable, __file__, "--measure-only", str(args.measure), "--ids", str(ids)]
     m = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)

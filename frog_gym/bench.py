@@ -161,7 +161,7 @@ def _init_worker(parent: int) -> None:
 # -- driver side ------------------------------------------------------------------------------------
 def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, *, workers: int = 1,
           label: str | None = None, progress: bool = True, limit: int | None = None,
-          ray: str | None = None, spares: int = 1) -> BenchSummary:
+          ray: str | None = None, spares: int = 1, cpus_per_env: float | None = None) -> BenchSummary:
     """Run ``agent`` (a registry name or ``python:module:factory``) on every episode of ``spec``.
 
     Args:
@@ -176,6 +176,7 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
         ray: run the episodes on Ray actors instead of local processes (:mod:`frog_gym.distributed`):
             ``"local"`` (or ``""``) starts a Ray on this machine, ``"HOST:PORT"`` or ``"auto"`` joins a cluster.
         spares: with ``ray``, warm actors kept to replace those that die.
+        cpus_per_env: with ``ray``, CPUs each actor reserves (default :attr:`PoolConfig.cpus_per_env`).
 
     Returns:
         What ran; ``interrupted`` is set after Ctrl-C, with every finished episode kept on disk.
@@ -220,8 +221,10 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
             from frog_gym.distributed import PoolConfig, RayEnvPool, connect
             from frog_gym.task import load_task
 
+            pool_config = PoolConfig(workers=workers, spares=spares, **({} if cpus_per_env is None else
+                                                                        {"cpus_per_env": cpus_per_env}))
             connect(ray, num_cpus=workers + spares)
-            ray_pool = RayEnvPool(PoolConfig(workers=workers, spares=spares),
+            ray_pool = RayEnvPool(pool_config,
                                   repos=[load_task(t).repo for t in {t for t, _ in pending}])
             for d in ray_pool.run_episodes(spec, agent, opts, label, pending):
                 r = d["result"]

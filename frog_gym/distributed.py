@@ -155,8 +155,10 @@ class PoolConfig:
     """Sandbox slots: actors running episodes at the same time."""
     spares: int = 1
     """Warm actors kept idle, env built, to replace actors lost with their node at once."""
-    cpus_per_env: float = 1.0
-    """CPUs Ray reserves for each actor (its sandbox's commands and test runs)."""
+    cpus_per_env: float = 0.25
+    """CPUs Ray reserves for each actor. An episode mostly waits (on the policy, on its test runs), so an
+    actor reserves a quarter of a core by default: a node of N CPUs holds 4N envs. Raise it for agents that
+    run the test suite every turn (``docs/scaling.md`` sizes it)."""
     memory_mb_per_env: int = 0
     """Memory Ray reserves for each actor (0: none reserved); see ``docs/scaling.md`` for measured needs."""
     resources: dict[str, float] = field(default_factory=dict)
@@ -165,8 +167,12 @@ class PoolConfig:
     """Actors building their env (preparing repository venvs) at the same time."""
     max_retries: int = 3
     """Reruns of an episode whose actor died before it is recorded as an infrastructure failure."""
+    place_timeout_s: float = 60.0
+    """Seconds an actor may take to be placed and have its worker process started (a few seconds where a
+    node has room) before the pool says which resources it asked for and which are free (a cluster that
+    autoscales may need longer)."""
     start_timeout_s: float = 600.0
-    """Seconds to wait for an actor to start before the cluster is declared too small for the pool."""
+    """Seconds an actor, once placed, may take to build its env (the first on a node prepares the venvs)."""
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -178,6 +184,51 @@ class PoolConfig:
                                "time.")
         if self.cpus_per_env < 0 or self.memory_mb_per_env < 0:
             raise FrogGymError("PoolConfig.cpus_per_env and memory_mb_per_env cannot be negative.")
+        if self.place_timeout_s <= 0 or self.start_timeout_s <= 0:
+            raise FrogGymError("PoolConfig.place_timeout_s and start_timeout_s must be positive numbers of seconds.")
+
+    def demand(self) -> dict[str, float]:
+        """The Ray resources one actor asks for, by Ray's names (``CPU``, ``memory`` in bytes, custom ones)."""
+        need = {"CPU": self.cpus_per_env, **self.resources}
+        if self.memory_mb_per_env:
+            need["memory"] = self.memory_mb_per_env * 2**20
+        return {k: v for k, v in need.items() if v}
+
+
+class PlacementError(RayError):
+    """The Ray cluster cannot hold the pool's env actors; the message names what one asks and what is free."""
+
+
+def _show(resources: dict[str, float]) -> str:
+    def one(k: str, v: float) -> str:
+        return f"{v / 2**20:.0f} MB memory" if k == "memory" else f"{v:g} {k}"
+
+    return ", ".join(one(k, v) for k, v in sorted(resources.items())
+                     if k in ("CPU", "GPU", "memory") or not k.startswith(("node:", "object_store")))
+
+
+def _fits(node: dict[str, float], need: dict[str, float]) -> int:
+    """How many actors needing ``need`` fit into ``node``'s resources."""
+    counts = [int(node.get(k, 0.0) / v + 1e-9) for k, v in need.items() if v > 0]
+    return min(counts) if counts else 1 << 30
+
+
+def check_capacity(ray: Any, config: PoolConfig) -> None:
+    """Fail at once, saying why, when the cluster's alive nodes cannot hold ``config.workers`` actors.
+
+    Raises:
+        PlacementError: names the resources one actor asks for, what each node has, and what to change.
+    """
+    need = config.demand()
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    room = sum(_fits(n.get("Resources", {}), need) for n in nodes)
+    if room >= config.workers:
+        return
+    have = "; ".join(f"node {n['NodeID'][:8]}: {_show(n.get('Resources', {}))}" for n in nodes) or "no alive node"
+    raise PlacementError(
+        f"The Ray cluster can hold {room} env actor(s) and the pool needs {config.workers}: each asks for "
+        f"{_show(need)} ({have}). Lower --workers or PoolConfig.cpus_per_env (now {config.cpus_per_env:g}), or "
+        "add nodes (`ray start --address HEAD:PORT --num-cpus N`).")
 
 
 # -- the actor --------------------------------------------------------------------------------------
@@ -267,6 +318,7 @@ class RayEnvPool:
         if not ray.is_initialized():
             raise RayError("Ray is not connected; call frog_gym.distributed.connect() first.")
         self.ray, self.config, self.repos = ray, config or PoolConfig(), sorted(set(repos))
+        check_capacity(ray, self.config)
         opts: dict[str, Any] = {"num_cpus": self.config.cpus_per_env, "max_restarts": 0, "max_concurrency": 1}
         if self.config.memory_mb_per_env:
             opts["memory"] = self.config.memory_mb_per_env * 2**20
@@ -279,6 +331,8 @@ class RayEnvPool:
         """Started actors not running an episode (the first ones serve, the rest are spares)."""
         self.starting: dict[Any, tuple[Any, float]] = {}
         """warm() reference -> (actor, when it was asked), at most ``max_starting`` at a time."""
+        self.placed: dict[Any, Any] = {}
+        """warm() reference -> where() reference of the same actor (ready once Ray has placed it)."""
         self.waiting = 0
         """Actors asked for but not yet started (held back by ``max_starting``)."""
         self.lost = 0
@@ -298,11 +352,14 @@ class RayEnvPool:
     def _start_more(self) -> None:
         while self.waiting and len(self.starting) < self.config.max_starting:
             actor = self._cls.remote()
-            self.starting[actor.warm.remote(self.repos)] = (actor, time.monotonic())
+            placed = actor.where.remote()
+            ref = actor.warm.remote(self.repos)
+            self.starting[ref], self.placed[ref] = (actor, time.monotonic()), placed
             self.waiting -= 1
 
     def _started(self, ref: Any) -> None:
         actor, _ = self.starting.pop(ref)
+        self.placed.pop(ref, None)
         try:
             self.ray.get(ref)
             self.idle.append(actor)
@@ -311,21 +368,35 @@ class RayEnvPool:
             self.waiting += 1  # its node went away while it started: ask again
         self._start_more()
 
-    def _check_starts(self) -> None:
+    def _check_starts(self, needed: int) -> None:
+        """Raise if the wait for ``needed`` idle actors cannot end: an actor has found no node with room
+        for ``place_timeout_s`` while too few others are placed, or a placed one takes too long to start."""
         now = time.monotonic()
-        for _, (_, asked) in self.starting.items():
-            if now - asked > self.config.start_timeout_s:
+        for ref in self.starting:
+            placed = self.placed.get(ref)
+            if placed is not None and self.ray.wait([placed], timeout=0)[0]:
+                self.placed[ref] = None
+        enough = len(self.idle) + sum(self.placed.get(ref) is None for ref in self.starting) >= needed
+        for ref, (_, asked) in self.starting.items():
+            if self.placed.get(ref) is not None and not enough:
+                if now - asked > self.config.place_timeout_s:
+                    raise PlacementError(
+                        f"An env actor has waited {now - asked:.0f} s for a node with room for it: it asks for "
+                        f"{_show(self.config.demand())}; free now: {_show({'CPU': 0.0, **self.ray.available_resources()})} "
+                        f"of {_show(self.ray.cluster_resources())} in the cluster. Lower PoolConfig.cpus_per_env (now {self.config.cpus_per_env:g}) "
+                        "or the number of envs (--workers, --spares), or add nodes.")
+            elif self.placed.get(ref) is None and now - asked > self.config.start_timeout_s:
                 raise FrogGymError(
-                    f"An env actor has waited {now - asked:.0f} s for a place in the Ray cluster: no node has "
-                    f"{self.config.cpus_per_env} free CPU(s){' and ' + str(self.config.resources) if self.config.resources else ''}"
-                    " for it. Add nodes, or lower --workers.")
+                    f"An env actor was placed but has not built its env in {now - asked:.0f} s (preparing the "
+                    "repositories' venvs on its node); see its log under Ray's session directory, or raise "
+                    "PoolConfig.start_timeout_s.")
 
     def _wait_started(self, n: int) -> None:
         while len(self.idle) < n and self.starting:
-            ready, _ = self.ray.wait(list(self.starting), num_returns=1, timeout=5)
+            ready, _ = self.ray.wait(list(self.starting), num_returns=1, timeout=1)
             for ref in ready:
                 self._started(ref)
-            self._check_starts()
+            self._check_starts(n)
 
     def _lost(self, actor: Any) -> None:
         """An actor died: forget it and start a replacement (a spare serves meanwhile)."""
@@ -429,7 +500,7 @@ class RayEnvPool:
                 self.ray.kill(a, no_restart=True)
             except Exception:  # noqa: BLE001
                 pass
-        self.idle, self.starting, self.running, self.waiting = [], {}, {}, 0
+        self.idle, self.starting, self.placed, self.running, self.waiting = [], {}, {}, {}, 0
 
 
 _POOLS: dict[str, RayEnvPool] = {}
@@ -496,8 +567,19 @@ class RemoteEnv:
         return self._call("reset", seed, options)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """The env's step; if actors keep dying under it (past ``max_retries`` replays), the episode ends
+        truncated with ``info["infra_failure"]`` (never scored; the 0.0 reward is Gymnasium's placeholder)
+        and a fresh actor waits for the next ``reset``."""
         self._actions.append(action)
-        return self._call("step", action)
+        try:
+            return self._call("step", action)
+        except self.pool._died as e:
+            why = f"ray: the env's actor died {self.pool.config.max_retries + 1} times ({_first(e)})"
+            self.actor = self.pool.replace(self.actor)
+            self.pool.ray.get(self.actor.make.remote(self.env_id, self.kwargs))
+            self._reset_args, self._actions = None, []
+            return (f"Infrastructure failure (not scored): {why}", 0.0, False, True,
+                    {"infra_failure": why, "steps": None})
 
     def diff(self) -> str:
         return self._call("diff")

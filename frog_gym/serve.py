@@ -9,6 +9,21 @@ stateless calls (a fresh env per request), ``GET /state``, ``/schema``, ``/metad
 describe it. Any OpenEnv client works, e.g. ``GenericEnvClient``, or :class:`FrogSWEClient` with typed
 actions and observations.
 
+OpenEnv's HTTP ``POST /reset`` and ``POST /step`` are stateless: each request gets a fresh env, which is
+closed when it answers. ``/reset`` returns the prompt of a freshly reset episode; ``/step`` has no episode
+to act in, so it answers (200, as the env answers a step without an episode) with ``done`` and an
+observation that says to use a WebSocket session. An episode is a ``/ws`` session.
+
+Sessions are managed in front of OpenEnv's server (:class:`SessionGuard`): a session idle for
+``idle_timeout_s`` (no message and no step running) is closed with its sandbox, and its client is told why
+(close code 4408 and a reason); a connection over ``max_sessions`` gets OpenEnv's ``CAPACITY_REACHED``
+error and a close (code 1013, "try again later") whose reason says how many sessions are in use; a client
+that disconnects mid-step has its running command killed (:meth:`FrogSWEEnv.interrupt`) and its session
+removed at once, instead of the step running on to its end.
+
+An infrastructure failure (a sandbox that cannot start, grading that cannot run) is never a reward: the
+observation has ``done``, ``reward`` None and ``infra_failure`` saying why (see ``docs/training.md``).
+
 Every request needs the server's token, either as ``Authorization: Bearer TOKEN`` or as the first path
 segment of the base URL (``http://HOST:PORT/TOKEN``, the form OpenEnv's clients can carry, since they
 send no headers): anything else gets 401 (HTTP) or a refused WebSocket handshake (403).
@@ -26,13 +41,16 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import hmac
 import json
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from frog_gym.errors import FrogGymError
+from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
 
 INSTALL_HINT = "pip install 'frog-gym[openenv]'"
 MIN_TOKEN_CHARS = 16
@@ -102,6 +120,20 @@ class ServeConfig:
     """The registered env each session runs (``FrogSWE-v0``, ``FrogSWE-Toy-v0``, ``FrogSWE/<task>-v0``)."""
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     """Passed to ``gymnasium.make`` (``max_steps``, ``wall_time_s``, ...)."""
+    idle_timeout_s: float | None = 600.0
+    """A session with no message and no step running for this long is closed with its sandbox (None: never)."""
+
+    def __post_init__(self) -> None:
+        if self.idle_timeout_s is not None and self.idle_timeout_s <= 0:
+            raise ServeError(f"idle_timeout_s={self.idle_timeout_s}: give a positive number of seconds, or None "
+                             "to keep idle sessions forever.")
+
+
+NO_EPISODE = ("No episode to step: send reset first. Over HTTP there is never one: OpenEnv's POST /step runs each "
+              "request on a fresh env (HTTP calls are stateless), and a FrogSWE episode needs the workspace its "
+              "reset made. Run episodes in a WebSocket session: "
+              "any OpenEnv EnvClient (e.g. openenv.core.GenericEnvClient(base_url=...).sync(), or "
+              "frog_gym.serve.FrogSWEClient) sends reset and step over /ws.")
 
 
 class FrogOpenEnv(Environment):
@@ -126,24 +158,50 @@ class FrogOpenEnv(Environment):
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None,
               **kwargs: Any) -> FrogObservation:
-        prompt, info = self.env.reset(seed=seed, options={"task_id": task_id} if task_id else None)
-        self._state = FrogState(episode_id=episode_id or uuid.uuid4().hex, step_count=0, task_id=info["task_id"],
-                                done=False)
+        episode_id = episode_id or uuid.uuid4().hex
+        try:
+            prompt, info = self.env.reset(seed=seed, options={"task_id": task_id} if task_id else None)
+        except (SandboxError, SandboxUnavailableError) as e:  # not the agent's: the episode is over, unscored
+            self._state = FrogState(episode_id=episode_id, step_count=0, task_id=task_id or "", done=True)
+            return FrogObservation(text=f"Infrastructure failure (not scored): {e}", task_id=task_id or "",
+                                   infra_failure=str(e), reward=None, done=True)
+        self._state = FrogState(episode_id=episode_id, step_count=0, task_id=info["task_id"], done=False)
         return FrogObservation(text=prompt, task_id=info["task_id"], reward=None, done=False)
 
     def step(self, action: FrogAction, timeout_s: float | None = None, **kwargs: Any) -> FrogObservation:
         if not isinstance(action, FrogAction):  # OpenEnv validates into action_cls; keep direct callers honest
             action = FrogAction.model_validate(action)
+        if self._state.done:
+            text = NO_EPISODE if not self._state.task_id else "The episode is over; send reset to start a new one."
+            return FrogObservation(text=text, task_id=self._state.task_id, step=self._state.step_count,
+                                   reward=None, done=True)
         obs, reward, terminated, truncated, info = self.env.step(action.to_env())
         done = bool(terminated or truncated)
         self._state.step_count += 1
         self._state.done = done
         report = info.get("report")
+        infra = info.get("infra_failure")
         return FrogObservation(text=obs, task_id=self._state.task_id, step=int(info.get("steps", 0)),
-                               truncated=bool(truncated), done=done, reward=float(reward),
-                               resolved=bool(info["resolved"]) if done and "resolved" in info else None,
-                               infra_failure=info.get("infra_failure"),
+                               truncated=bool(truncated), done=done, reward=None if infra else float(reward),
+                               resolved=bool(info["resolved"]) if done and "resolved" in info and not infra else None,
+                               infra_failure=infra,
                                report=json.loads(json.dumps(report, default=str)) if report else None)
+
+    async def step_async(self, action: FrogAction, timeout_s: float | None = None, **kwargs: Any) -> FrogObservation:
+        """:meth:`step` in a thread; if the session's client disconnects meanwhile, its command is killed so
+        that the step ends now (OpenEnv awaits this in the connection's task, where :class:`SessionGuard`
+        left the connection's state)."""
+        work = asyncio.ensure_future(asyncio.to_thread(self.step, action))
+        conn = _CONNECTION.get()
+        if conn is None:
+            return await work
+        gone = asyncio.ensure_future(conn.gone.wait())
+        await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if not work.done():
+            conn.interrupted += 1
+            self.env.unwrapped.interrupt()
+        gone.cancel()
+        return await work
 
     @property
     def state(self) -> FrogState:
@@ -214,6 +272,104 @@ class TokenGate:
         await send({"type": "http.response.body", "body": body})
 
 
+class _Connection:
+    """What :class:`SessionGuard` knows of one WebSocket connection."""
+
+    def __init__(self) -> None:
+        self.gone = asyncio.Event()
+        """Set when the client disconnected."""
+        self.last = time.monotonic()
+        """When the last message arrived or the last answer left."""
+        self.pending = 0
+        """Messages received and not yet answered (a step running counts)."""
+        self.closed_by_us = False
+        self.over_capacity = False
+        self.interrupted = 0
+        """Steps whose command was killed because the client went away."""
+
+
+_CONNECTION: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar("frog_serve_connection",
+                                                                                  default=None)
+LIVE: set[_Connection] = set()
+"""The open WebSocket connections of this process (for tests and the log)."""
+
+
+class SessionGuard:
+    """ASGI middleware around OpenEnv's app that manages WebSocket sessions (see the module docstring).
+
+    It reads each connection's messages as they arrive (so a disconnect is seen while a step runs), closes
+    sessions idle for ``idle_timeout_s``, and turns OpenEnv's over-capacity close into one the client can
+    read. OpenEnv's own server still creates, runs and destroys every session."""
+
+    def __init__(self, app: Any, max_sessions: int, idle_timeout_s: float | None):
+        self.app, self.max_sessions, self.idle_timeout_s = app, max_sessions, idle_timeout_s
+        self._full = (f"frog-gym serve: all {max_sessions} sessions are in use (--max-sessions); close one or "
+                      "retry later")
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+        conn = _Connection()
+        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+        async def pump() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "websocket.receive":
+                    conn.last = time.monotonic()
+                    conn.pending += 1
+                await inbox.put(message)
+                if message["type"] == "websocket.disconnect":
+                    conn.gone.set()
+                    return
+
+        async def reaper(timeout: float) -> None:
+            while not conn.gone.is_set():
+                await asyncio.sleep(min(timeout / 4, 1.0))
+                if conn.pending == 0 and time.monotonic() - conn.last > timeout:
+                    conn.closed_by_us = True
+                    reason = (f"idle for more than {timeout:g} s: the session and its sandbox were closed "
+                              "(frog-gym serve --idle-timeout); connect again for a new one")
+                    await send({"type": "websocket.close", "code": 4408, "reason": reason[:120]})
+                    await inbox.put({"type": "websocket.disconnect", "code": 4408})
+                    conn.gone.set()
+                    return
+
+        async def guarded_receive() -> dict[str, Any]:
+            return await inbox.get()
+
+        async def guarded_send(message: dict[str, Any]) -> None:
+            if conn.closed_by_us:
+                return  # the session was reaped: the client was told already
+            if message["type"] == "websocket.send":
+                conn.pending = max(0, conn.pending - 1)
+                conn.last = time.monotonic()
+                if '"CAPACITY_REACHED"' in (message.get("text") or ""):  # OpenEnv's error, with our words
+                    conn.over_capacity = True
+                    error = json.loads(message["text"])
+                    error["data"]["message"] = self._full
+                    message = {**message, "text": json.dumps(error)}
+            elif message["type"] == "websocket.close" and conn.over_capacity:
+                message = {**message, "code": 1013, "reason": self._full[:120]}
+            try:
+                await send(message)
+            except OSError:  # the client is gone; OpenEnv's handler then ends the session
+                conn.gone.set()
+
+        tasks = [asyncio.ensure_future(pump())]
+        if self.idle_timeout_s is not None:
+            tasks.append(asyncio.ensure_future(reaper(self.idle_timeout_s)))
+        token = _CONNECTION.set(conn)
+        LIVE.add(conn)
+        try:
+            await self.app(scope, guarded_receive, guarded_send)
+        finally:
+            LIVE.discard(conn)
+            _CONNECTION.reset(token)
+            for t in tasks:
+                t.cancel()
+
+
 def check_token(token: str) -> str:
     """The token, or a :class:`ServeError` saying why it is unusable."""
     if len(token) < MIN_TOKEN_CHARS or not token.isascii() or not all(c.isalnum() or c in "-_" for c in token):
@@ -223,10 +379,37 @@ def check_token(token: str) -> str:
 
 
 def make_app(token: str, config: ServeConfig | None = None, max_sessions: int = 4) -> Any:
-    """The ASGI app: OpenEnv's server for :class:`FrogOpenEnv`, behind :class:`TokenGate`."""
+    """The ASGI app: OpenEnv's server for :class:`FrogOpenEnv`, behind :class:`SessionGuard` and
+    :class:`TokenGate`."""
     import functools
 
     config = config or ServeConfig()
     app = create_app(functools.partial(FrogOpenEnv, config), FrogAction, FrogObservation, env_name="frog-gym",
                      max_concurrent_envs=max_sessions)
-    return TokenGate(app, check_token(token))
+    return TokenGate(SessionGuard(app, max_sessions, config.idle_timeout_s), check_token(token))
+
+
+def app_from_environment() -> Any:
+    """The app configured by environment variables, for ``uvicorn frog_gym.serve:app`` (what ``openenv.yaml``
+    and the ``Dockerfile`` run): ``FROG_GYM_SERVE_TOKEN`` (required), ``FROG_GYM_SERVE_ENV`` (default
+    ``FrogSWE-v0``), ``FROG_GYM_SERVE_MAX_SESSIONS`` (4) and ``FROG_GYM_SERVE_IDLE_TIMEOUT`` (600 s; 0: never)."""
+    import os
+
+    token = os.environ.get("FROG_GYM_SERVE_TOKEN", "")
+    if not token:
+        raise ServeError("Set FROG_GYM_SERVE_TOKEN to the token clients must send (e.g. python -c 'import secrets; "
+                         "print(secrets.token_urlsafe(24))').")
+    try:
+        sessions = int(os.environ.get("FROG_GYM_SERVE_MAX_SESSIONS", "4"))
+        idle = float(os.environ.get("FROG_GYM_SERVE_IDLE_TIMEOUT", "600"))
+    except ValueError as e:
+        raise ServeError(f"FROG_GYM_SERVE_MAX_SESSIONS must be an integer and FROG_GYM_SERVE_IDLE_TIMEOUT a "
+                         f"number of seconds: {e}") from None
+    config = ServeConfig(os.environ.get("FROG_GYM_SERVE_ENV", "FrogSWE-v0"), idle_timeout_s=idle or None)
+    return make_app(token, config, max_sessions=sessions)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # built on first access, so that importing this module needs no token
+        return app_from_environment()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,8 @@ may call (typed, with Google-style docstrings, which TRL turns into the tool sch
 ``get_reward()`` scores the rollout. :class:`FrogSWEToolEnv` is that object over a FrogSWE env: the
 dataset's ``task_id`` column picks the task, the env's prompt is the observation, its tools are the
 methods, and the reward is the graded result (an episode the model never submitted is graded as it
-stands when TRL asks; an infrastructure failure scores ``None``, which TRL leaves out).
+stands when TRL asks; an infrastructure failure, a sandbox that cannot start included, scores ``None``,
+which TRL leaves out of the loss and the mean, and :attr:`FrogSWEToolEnv.infra_failure` says why).
 
 TRL also needs a tokenizer whose chat template can render tool calls and whose replies it can parse
 (see ``trl.chat_template_utils.add_response_schema``: Qwen, Llama 3, GLM, GPT-OSS, ...).
@@ -42,11 +43,20 @@ class FrogSWEToolEnv:
         self.env = gym.make(env_id, **env_kwargs)
         self.reward: float | None = 0.0
         self.done = True
+        self.infra_failure: str | None = None
+        """Why the last episode was not scored (a sandbox or grading fault), else None."""
 
     def reset(self, **example: Any) -> str:
         """Start the episode of ``example["task_id"]`` (else the env's own choice); returns the task prompt."""
+        from frog_gym.errors import SandboxError, SandboxUnavailableError
+
         task_id = example.get("task_id")
-        prompt, _ = self.env.reset(options={"task_id": task_id} if task_id else None)
+        self.infra_failure = None
+        try:
+            prompt, _ = self.env.reset(options={"task_id": task_id} if task_id else None)
+        except (SandboxError, SandboxUnavailableError) as e:  # not the model's: over before it starts, unscored
+            self.reward, self.done, self.infra_failure = None, True, str(e)
+            return f"Infrastructure failure (not scored): {e}"
         self.reward, self.done = 0.0, False
         return prompt
 
@@ -56,7 +66,8 @@ class FrogSWEToolEnv:
         obs, reward, terminated, truncated, info = self.env.step(action)
         if terminated or truncated:
             self.done = True
-            self.reward = None if info.get("infra_failure") else float(reward)
+            self.infra_failure = info.get("infra_failure")
+            self.reward = None if self.infra_failure else float(reward)
         return obs
 
     def bash(self, command: str) -> str:

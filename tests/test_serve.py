@@ -34,12 +34,21 @@ def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict]:
         return e.code, json.loads(e.read() or b"{}")
 
 
-@pytest.fixture(scope="module")
-def server():
+def _post(url: str, body: dict) -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def _serve(*args: str, env: dict[str, str] | None = None):
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "frog_gym.cli", "serve", "--port", str(port), "--env",
-                             "FrogSWE-Toy-v0", "--max-steps", "6", "--max-sessions", "2"],
-                            env={**os.environ, "FROG_GYM_SERVE_TOKEN": TOKEN}, stderr=subprocess.PIPE, text=True)
+                             "FrogSWE-Toy-v0", *args],
+                            env={**os.environ, "FROG_GYM_SERVE_TOKEN": TOKEN, **(env or {})}, stderr=subprocess.PIPE,
+                            text=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -51,6 +60,21 @@ def server():
     else:
         proc.kill()
         raise AssertionError(f"the server did not start: {proc.stderr.read()}")
+    return base, proc
+
+
+@pytest.fixture(scope="module")
+def server():
+    base, proc = _serve("--max-steps", "6", "--max-sessions", "2")
+    yield base
+    proc.terminate()
+    proc.wait(30)
+
+
+@pytest.fixture(scope="module")
+def one_session_server():
+    """One session at most, closed after 2 s idle."""
+    base, proc = _serve("--max-sessions", "1", "--idle-timeout", "2")
     yield base
     proc.terminate()
     proc.wait(30)
@@ -122,3 +146,142 @@ def test_serve_errors_are_one_line_and_exit_2():
     p = subprocess.run([sys.executable, "-m", "frog_gym.cli", "serve", "--env", "FrogSWE-Toy-v9"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "Did you mean 'FrogSWE-Toy-v0'?" in p.stderr
+
+
+def test_http_reset_and_step_follow_openenvs_stateless_protocol(server):
+    status, body = _post(f"{server}/{TOKEN}/reset", {"task_id": TOY})
+    assert status == 200 and body["done"] is False and "/testbed" in body["observation"]["text"]
+    status, body = _post(f"{server}/{TOKEN}/step", {"action": {"tool": "bash", "command": "ls"}})
+    assert status == 200, body  # it was a 500 (gymnasium's ResetNeeded)
+    assert body["done"] is True and body["reward"] is None
+    assert body["observation"]["text"].startswith("No episode to step: send reset first. Over HTTP there is never one")
+    assert _post(f"{server}/{TOKEN}/step", {"action": {"tool": 7}})[0] == 422  # OpenEnv validates the action
+    status, body = _get(f"{server}/{TOKEN}/schema")
+    assert status == 200 and "command" in body["action"]["properties"]
+
+
+def test_a_session_over_the_limit_is_told_why(server):
+    from openenv.core import GenericEnvClient
+
+    with GenericEnvClient(base_url=f"{server}/{TOKEN}").sync() as a, \
+            GenericEnvClient(base_url=f"{server}/{TOKEN}").sync() as b:
+        a.reset(task_id=TOY)
+        b.reset(task_id=TOY)
+        third = GenericEnvClient(base_url=f"{server}/{TOKEN}").sync()
+        with pytest.raises(Exception) as e:
+            with third:
+                third.reset(task_id=TOY)
+        assert "all 2 sessions are in use (--max-sessions); close one or retry later" in str(e.value)
+
+
+def _sandbox_sleepers(marker: str) -> list[int]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[:2] == [b"sleep", marker.encode()]:
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def _wait_for(cond, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_an_idle_session_is_closed_and_a_long_step_is_not(one_session_server):
+    from openenv.core import GenericEnvClient
+
+    base = f"{one_session_server}/{TOKEN}"
+    with GenericEnvClient(base_url=base).sync() as env:
+        env.reset(task_id=TOY)
+        r = env.step({"tool": "bash", "command": "sleep 3.5; echo slept"})  # longer than the idle timeout
+        assert "slept" in r.observation["text"]
+        time.sleep(4.5)
+        with pytest.raises(Exception) as e:
+            env.step({"tool": "bash", "command": "ls"})
+        assert "idle for more than 2 s: the session and its sandbox were closed" in str(e.value)
+    with GenericEnvClient(base_url=base).sync() as env:  # the one slot is free again
+        assert env.reset(task_id=TOY).observation["task_id"] == TOY
+
+
+CLIENT = """
+import sys
+from openenv.core import GenericEnvClient
+with GenericEnvClient(base_url=sys.argv[1]).sync() as env:
+    env.reset(task_id=sys.argv[2])
+    env.step({"tool": "bash", "command": "sleep " + sys.argv[3]})
+"""
+
+
+def test_a_client_killed_mid_step_has_its_command_killed(one_session_server):
+    from openenv.core import GenericEnvClient
+
+    base = f"{one_session_server}/{TOKEN}"
+    marker = f"{time.monotonic() % 1000 + 1000:.3f}"  # a sleep no other process runs
+    client = subprocess.Popen([sys.executable, "-c", CLIENT, base, TOY, marker])
+    try:
+        assert _wait_for(lambda: _sandbox_sleepers(marker), 60), "the step never started"
+    finally:
+        client.kill()
+        client.wait()
+    assert _wait_for(lambda: not _sandbox_sleepers(marker), 10), "the sandbox command outlived its client"
+    with GenericEnvClient(base_url=base).sync() as env:  # the session was removed: its slot is free
+        assert env.reset(task_id=TOY).observation["task_id"] == TOY
+
+
+def test_an_infrastructure_failure_is_unscored(tmp_path):
+    from openenv.core import GenericEnvClient
+
+    base, proc = _serve("--backend", "docker", env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
+    try:
+        with GenericEnvClient(base_url=f"{base}/{TOKEN}").sync() as env:
+            r = env.reset(task_id=TOY)
+            assert r.done and r.reward is None and "No Docker engine answers" in r.observation["infra_failure"]
+            assert r.observation["text"].startswith("Infrastructure failure (not scored): ")
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_openenvs_runtime_validator_passes(server):
+    from openenv.cli._validation import validate_running_environment
+
+    report = validate_running_environment(f"{server}/{TOKEN}")
+    assert report["passed"], [c for c in report["criteria"] if not c["passed"]]
+
+
+def test_the_manifest_app_runs_under_uvicorn_as_openenv_runs_it(tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    manifest = dict(line.split(": ", 1) for line in (root / "openenv.yaml").read_text().splitlines()
+                    if line and not line.startswith("#"))
+    assert manifest["runtime"] == "fastapi" and manifest["app"] == "frog_gym.serve:app"
+    assert "uvicorn\", \"frog_gym.serve:app\"" in (root / "Dockerfile").read_text()
+    port = _free_port()
+    cmd = [sys.executable, "-m", "uvicorn", manifest["app"], "--port", str(port), "--log-level", "warning"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                       env={k: v for k, v in os.environ.items() if k != "FROG_GYM_SERVE_TOKEN"})
+    assert p.returncode != 0 and "Set FROG_GYM_SERVE_TOKEN to the token clients must send" in p.stderr
+    proc = subprocess.Popen(cmd, env={**os.environ, "FROG_GYM_SERVE_TOKEN": TOKEN, "FROG_GYM_SERVE_ENV": "FrogSWE-Toy-v0"},
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert _wait_for(lambda: _health(f"http://127.0.0.1:{port}/{TOKEN}"), 60), "uvicorn did not serve the app"
+        assert _get(f"http://127.0.0.1:{port}/health")[0] == 401
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _health(base: str) -> bool:
+    try:
+        return _get(f"{base}/health")[0] == 200
+    except OSError:
+        return False

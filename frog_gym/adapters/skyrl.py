@@ -7,8 +7,11 @@ where ``extras`` is the dataset row's ``extras`` (here ``{"task_id": ..., "max_t
 :class:`~frog_gym.env.FrogSWEEnv` episode under that contract: the model's text is the action (a JSON tool
 call or a fenced bash block, as in the env), the tool output comes back as a user message, and the
 reward is the graded one when the episode ends (by ``submit``, the env's budget, or ``max_turns``, when
-the state is submitted as it stands). An infrastructure failure ends the episode with reward 0.0 and
-``metadata["infra_failure"]`` set: SkyRL has no masked reward, so a trainer must drop such episodes.
+the state is submitted as it stands). An infrastructure failure (a sandbox that cannot start, grading that
+cannot run) is never a reward: the episode ends at the next step with reward ``None`` and
+``metadata["infra_failure"]`` saying why (a sandbox that cannot start at ``init`` is reported there in the
+metadata too, and the first step ends the episode). SkyRL has no masked reward: a trainer must drop such
+episodes, and a ``None`` reward fails loudly rather than training on a 0 the agent did not earn.
 
 Example:
     >>> import skyrl_gym                                                  # doctest: +SKIP
@@ -25,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from frog_gym.errors import FrogGymError
+from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
 
 ENV_ID = "frog_swe"
 """The id :func:`register` gives the env in skyrl_gym's registry (SkyRL datasets name it as ``env_class``)."""
@@ -58,16 +61,30 @@ class FrogSWESkyRLEnv(BaseTextEnv):
         self.max_turns = int(extras.get("max_turns", 30))
         self.env = gym.make(config.pop("env_id", "FrogSWE-v0"), **config)
         self.result: dict[str, Any] = {}
+        self.infra_failure: str | None = None
+        """Why the episode's sandbox could not start (set by :meth:`init`), else None."""
 
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """Start the episode: the dataset's prompt messages, then the task's prompt as a user message."""
-        text, info = self.env.reset(options={"task_id": self.task_id} if self.task_id else None)
-        self.task_id, self.turns, self.result = info["task_id"], 0, {}
+        self.turns, self.result, self.infra_failure = 0, {}, None
+        try:
+            text, info = self.env.reset(options={"task_id": self.task_id} if self.task_id else None)
+        except (SandboxError, SandboxUnavailableError) as e:
+            self.infra_failure = str(e)
+            return ([*prompt, {"role": "user", "content": f"Infrastructure failure (not scored): {e}"}],
+                    {"task_id": self.task_id, "infra_failure": self.infra_failure})
+        self.task_id = info["task_id"]
         return [*prompt, {"role": "user", "content": text}], {"task_id": info["task_id"], "repo": info["repo"]}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
-        """Run the model's text as one tool call; a finished episode carries the graded reward."""
+        """Run the model's text as one tool call; a finished episode carries the graded reward (``None``
+        for an infrastructure failure)."""
         self.turns += 1
+        if self.infra_failure is not None:
+            self.result = {"resolved": False, "infra_failure": self.infra_failure, "submitted": False,
+                           "turns": self.turns}
+            return BaseTextEnvStepOutput(observations=[], reward=None, done=True,
+                                         metadata={"task_id": self.task_id, **self.result})
         obs, reward, terminated, truncated, info = self.env.step(action)
         if not (terminated or truncated) and self.turns >= self.max_turns:
             obs, reward, terminated, truncated, info = self.env.step({"tool": "submit"})
@@ -77,8 +94,9 @@ class FrogSWESkyRLEnv(BaseTextEnv):
             self.result = {"resolved": bool(info.get("resolved")), "infra_failure": info.get("infra_failure"),
                            "submitted": bool(terminated), "turns": self.turns}
             metadata.update(self.result)
+        scored = None if info.get("infra_failure") else float(reward)
         return BaseTextEnvStepOutput(observations=[] if done else [{"role": "user", "content": obs}],
-                                     reward=float(reward) if done else 0.0, done=done, metadata=metadata)
+                                     reward=scored if done else 0.0, done=done, metadata=metadata)
 
     def get_metrics(self) -> dict[str, Any]:
         """Per-episode metrics SkyRL aggregates: resolved, turns, submitted (numbers only)."""

@@ -14,9 +14,17 @@ turn, until ``submit`` or the step budget; then the repository's tests grade it.
 failure, in the sandbox or at the model endpoint, records no reward and fails the episode (verifiers
 retries failed episodes), so it is never scored as the agent's.
 
-The model's turns run through verifiers' harness (``null``: a plain chat loop, no code execution on the
-model side) in a runtime of your choice; the default here is ``subprocess``, since the model's side runs no
-code: the agent acts only through FrogSWE's own sandbox.
+The model's turns run through :class:`FrogSWEHarness`, verifiers' ``null`` harness (a plain chat loop, no
+code execution on the model side) whose chat program runs under the current interpreter, which already
+has its packages (verifiers' own dependencies), instead of being synced with ``uv``: no network is needed.
+It is this taskset's default harness, and ``subprocess`` its default runtime, so ``vf-eval
+frog-gym-verifiers`` runs here as it stands, with no remote runtime and no credentials (the agent acts only
+through FrogSWE's own sandbox, so its seat needs none). Other runtimes keep the null harness's own
+behaviour.
+
+An infrastructure failure (a sandbox that cannot start, grading that cannot run) records no reward: the
+episode fails with verifiers' own :class:`verifiers.v1.errors.SandboxError` whose message starts with
+``FrogSWE infrastructure failure (not scored)``, so verifiers retries it and never scores it.
 
 Example:
     >>> env = load_environment(task_ids=["frogtoy__handwritten-0001"], env_id="FrogSWE-Toy-v0")  # doctest: +SKIP
@@ -26,14 +34,19 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from frog_gym.errors import FrogGymError
+from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
 
 try:
     import verifiers.v1 as vf
     from pydantic import Field
+    from verifiers.v1.errors import SandboxError as VfSandboxError
+    from verifiers.v1.harnesses.null import NullHarness
+    from verifiers.v1.runtimes.subprocess import SubprocessRuntime
 except ImportError:  # pragma: no cover
     raise FrogGymError("The verifiers adapter needs verifiers>=0.4; install the extra: "
                        "pip install 'frog-gym[verifiers]'") from None
@@ -41,6 +54,9 @@ except ImportError:  # pragma: no cover
 TASKSET_ID = "frog-gym-verifiers"
 """The taskset id that names this adapter to verifiers' loader (it imports the top-level module
 ``frog_gym_verifiers``, which re-exports this module's taskset and env)."""
+
+INFRA = "FrogSWE infrastructure failure (not scored):"
+"""How the message of an infrastructure failure's error starts."""
 
 SYSTEM_PROMPT = (
     "You are fixing a bug in a Python repository. Reply with exactly one tool call per message: a JSON "
@@ -59,6 +75,8 @@ class FrogSWETasksetConfig(vf.TasksetConfig):
     """Tool calls per episode; at the limit the state is graded as it stands."""
     partial_credit: bool = False
     """Reward the pass rate of the selected tests instead of 0/1."""
+    env_kwargs: dict = Field(default_factory=dict)
+    """More ``gymnasium.make`` keywords (``backend``, ``wall_time_s``, ...)."""
 
 
 class FrogSWEData(vf.TaskData):
@@ -71,8 +89,40 @@ class FrogSWETask(vf.Task[FrogSWEData, vf.State, vf.TaskConfig]):
 
 
 class FrogSWEEnvConfig(vf.EnvConfig):
-    agent: vf.AgentConfig = vf.AgentConfig()
-    """The seat of the policy being evaluated or trained."""
+    agent: vf.AgentConfig = vf.AgentConfig(runtime=vf.SubprocessConfig())
+    """The seat of the policy being evaluated or trained: by default this taskset's harness
+    (:class:`FrogSWEHarness`) in a local subprocess."""
+
+
+class _ThisInterpreter:
+    """A subprocess runtime whose PEP 723 scripts run under this interpreter instead of a ``uv`` env."""
+
+    def __init__(self, runtime: Any):
+        self._runtime = runtime
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._runtime, name)
+
+    async def prepare_uv_script(self, script: str | bytes, env: dict[str, str] | None = None, *,
+                                activate: bool = True) -> list[str]:
+        data = script.encode() if isinstance(script, str) else script
+        path = f".frog-chat-{hashlib.sha256(data).hexdigest()[:16]}.py"
+        await self._runtime.write(path, data)
+        return [sys.executable, path]
+
+
+class FrogSWEHarness(NullHarness):
+    """verifiers' null harness, offline: in a subprocess runtime its chat program runs under this interpreter
+    (see the module docstring); in any other runtime it is the null harness unchanged."""
+
+    def _here(self, runtime: Any) -> Any:
+        return _ThisInterpreter(runtime) if isinstance(runtime, SubprocessRuntime) else runtime
+
+    async def setup(self, runtime: Any) -> None:
+        await super().setup(self._here(runtime))
+
+    async def launch(self, ctx: Any, trace: Any, runtime: Any, *args: Any, **kwargs: Any) -> Any:
+        return await super().launch(ctx, trace, self._here(runtime), *args, **kwargs)
 
 
 class FrogSWETaskset(vf.Taskset[FrogSWETask, FrogSWETasksetConfig]):
@@ -89,7 +139,8 @@ class FrogSWETaskset(vf.Taskset[FrogSWETask, FrogSWETasksetConfig]):
                 FrogSWEData(name=task_id, prompt=None, system_prompt=SYSTEM_PROMPT,
                             info={"task_id": task_id, "env_id": self.config.env_id,
                                   "max_steps": self.config.max_steps,
-                                  "partial_credit": self.config.partial_credit}),
+                                  "partial_credit": self.config.partial_credit,
+                                  "env_kwargs": dict(self.config.env_kwargs)}),
                 self.config.task,
             )
 
@@ -104,9 +155,12 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
 
         info = task.data.info
         env = await asyncio.to_thread(gym.make, info["env_id"], max_steps=info["max_steps"],
-                                      partial_credit=info["partial_credit"])
+                                      partial_credit=info["partial_credit"], **info.get("env_kwargs", {}))
         try:
-            prompt, _ = await asyncio.to_thread(env.reset, options={"task_id": info["task_id"]})
+            try:
+                prompt, _ = await asyncio.to_thread(env.reset, options={"task_id": info["task_id"]})
+            except (SandboxError, SandboxUnavailableError) as e:
+                raise VfSandboxError(f"{INFRA} {e}") from None
             reward: float | None = None
             outcome: dict[str, Any] = {}
             async with agents.agent.interaction(task) as interaction:
@@ -126,7 +180,7 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
                     reward = float(r)
             trace = interaction.trace
             if outcome.get("infra_failure"):
-                raise RuntimeError(f"FrogSWE infrastructure failure (not scored): {outcome['infra_failure']}")
+                raise VfSandboxError(f"{INFRA} {outcome['infra_failure']}")
             trace.record_reward("frog_resolved", reward, 1.0)
             trace.info["frog"] = {"task_id": info["task_id"], "resolved": bool(outcome.get("resolved")),
                                   "steps": outcome.get("steps"),
@@ -136,7 +190,8 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
 
 
 def load_environment(task_ids: Sequence[str] = (), env_id: str = "FrogSWE-v0", max_steps: int = 30,
-                     partial_credit: bool = False, agent: dict[str, Any] | None = None) -> Any:
+                     partial_credit: bool = False, agent: dict[str, Any] | None = None,
+                     env_kwargs: dict[str, Any] | None = None) -> Any:
     """A verifiers ``Env`` over FrogSWE tasks (see the module docstring).
 
     Args:
@@ -145,15 +200,16 @@ def load_environment(task_ids: Sequence[str] = (), env_id: str = "FrogSWE-v0", m
         max_steps: tool calls per episode.
         partial_credit: reward the pass rate instead of 0/1.
         agent: overrides of the seat's ``AgentConfig`` (model, client, sampling, max_turns, ...); the
-            harness defaults to ``null`` and the runtime to ``subprocess``.
+            harness defaults to :class:`FrogSWEHarness` and the runtime to ``subprocess``.
+        env_kwargs: more ``gymnasium.make`` keywords (``backend``, ``wall_time_s``, ...).
     """
-    seat = {"harness": {"id": "null"}, "runtime": {"type": "subprocess"}, **(agent or {})}
+    seat = {"harness": {"id": TASKSET_ID}, "runtime": {"type": "subprocess"}, **(agent or {})}
     config = FrogSWEEnvConfig(
         taskset={"id": TASKSET_ID, "env_id": env_id, "task_ids": list(task_ids), "max_steps": max_steps,
-                 "partial_credit": partial_credit},
+                 "partial_credit": partial_credit, "env_kwargs": dict(env_kwargs or {})},
         agent=seat,
     )
     return vf.load_environment(config)
 
 
-__all__ = ["FrogSWETaskset", "FrogSWEVerifiersEnv", "load_environment"]
+__all__ = ["FrogSWEHarness", "FrogSWETaskset", "FrogSWEVerifiersEnv", "load_environment"]

@@ -26,6 +26,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="run episodes on Ray env actors (extra 'ray'): alone, a Ray started on this machine; "
                         "HOST:PORT (from `ray start --head`) or 'auto' joins that cluster")
     p.add_argument("--spares", type=int, default=1, help="with --ray: warm actors kept to replace lost ones")
+    p.add_argument("--cpus-per-env", type=float, metavar="N",
+                   help="with --ray: CPUs each env actor reserves (default 0.25: an episode mostly waits)")
     p.add_argument("--visible-tests", action="store_true", default=None,
                    help="keep the FAIL_TO_PASS tests in the workspace (default: hidden until grading)")
     p.add_argument("--out", help="run directory (default: runs/<label>-<suite>); rerun to resume")
@@ -70,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
           f"{spec.samples_per_task} samples), harness {spec.fingerprint()}, {args.workers} worker(s){' on Ray ' + args.ray if args.ray else ''}, out {out}",
           file=sys.stderr)
     s = bench(spec, args.agent, opts, out, workers=args.workers, label=label,
-              progress=not args.no_progress, limit=args.limit, ray=args.ray, spares=args.spares)
+              progress=not args.no_progress, limit=args.limit, ray=args.ray, spares=args.spares,
+              cpus_per_env=args.cpus_per_env)
     scored = [r for r in s.results if not r.infra_failure]
     rate = f"{sum(r.resolved for r in scored)}/{len(scored)}" if scored else "0/0"
     print(f"{s.finished} episode(s) run, {s.skipped} already done, {s.infra_failures} infrastructure failure(s); "

@@ -18,6 +18,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--env", default="FrogSWE-v0", help="the env each session runs (default FrogSWE-v0)")
     p.add_argument("--max-steps", type=int, help="steps per episode (default: the env's)")
     p.add_argument("--max-sessions", type=int, default=4, help="concurrent sessions, one env each (default 4)")
+    p.add_argument("--backend", choices=("local", "docker"), default="local",
+                   help="sandbox backend of every session (default local: bubblewrap)")
+    p.add_argument("--idle-timeout", type=float, default=600.0,
+                   help="close a session (and its sandbox) after this many seconds with no message and no step "
+                        "running (default 600; 0: never)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,8 +49,15 @@ def run(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get("FROG_GYM_SERVE_TOKEN")
     generated = not token
     token = check_token(token or secrets.token_urlsafe(24))
-    kwargs = {"max_steps": args.max_steps} if args.max_steps else {}
-    app = make_app(token, ServeConfig(args.env, kwargs), max_sessions=args.max_sessions)
+    kwargs: dict = {"max_steps": args.max_steps} if args.max_steps else {}
+    if args.backend != "local":
+        kwargs["backend"] = args.backend
+    if args.idle_timeout < 0:
+        print(f"frog-gym serve: error: --idle-timeout {args.idle_timeout:g} must be 0 (never) or a number of "
+              "seconds.", file=sys.stderr)
+        return 2
+    config = ServeConfig(args.env, kwargs, idle_timeout_s=args.idle_timeout or None)
+    app = make_app(token, config, max_sessions=args.max_sessions)
     import uvicorn
 
     shown = token if generated else "<your token>"

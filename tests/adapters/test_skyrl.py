@@ -49,3 +49,20 @@ def test_max_turns_submits_the_state_as_it_stands():
         assert out["metadata"]["submitted"] and out["metadata"]["infra_failure"] is None
     finally:
         env.close()
+
+
+def test_an_infrastructure_failure_is_reward_none_not_zero(monkeypatch, tmp_path):
+    from frog_gym.adapters.skyrl import register
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")  # a sandbox that cannot start
+    env = skyrl_gym.make(register(), env_config={"env_id": "FrogSWE-Toy-v0", "backend": "docker"},
+                         extras={"task_id": TOY, "max_turns": 4})
+    try:
+        conversation, meta = env.init([])
+        assert meta["infra_failure"].startswith("No Docker engine answers")
+        assert conversation[-1]["content"].startswith("Infrastructure failure (not scored): ")
+        out = env.step('{"tool": "submit"}')
+        assert out["done"] and out["reward"] is None and out["metadata"]["infra_failure"] == meta["infra_failure"]
+        assert env.get_metrics() == {"resolved": 0.0, "submitted": 0.0, "turns": 1.0}
+    finally:
+        env.close()

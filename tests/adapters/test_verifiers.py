@@ -1,64 +1,24 @@
-"""The verifiers adapter with the real verifiers (v1): a scripted rollout through ``load_environment``,
-verifiers' null harness in its subprocess runtime, and a scripted model on 127.0.0.1 (an OpenAI-style
-chat endpoint answering with server-sent events, as verifiers' eval client streams)."""
+"""The verifiers adapter with the real verifiers (v1): a scripted rollout through ``load_environment`` and
+through ``vf-eval`` itself (in a network namespace with only loopback), FrogSWE's offline harness in its
+subprocess runtime, and a scripted model on 127.0.0.1 (an OpenAI-style chat endpoint answering with
+server-sent events, as verifiers' eval client streams: ``scripted_openai.py``)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from scripted_openai import ScriptedModel
 
 vf = pytest.importorskip("verifiers.v1", reason="the 'verifiers' extra is not installed")
 
 TOY = "frogtoy__handwritten-0003"
-
-
-class ScriptedModel:
-    """Answers each chat completion with the next scripted reply (streamed when asked) and records the
-    messages it was sent."""
-
-    def __init__(self, replies: list[str]):
-        self.replies, self.requests = deque(replies), []
-        model = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                model.requests.append(body)
-                text = model.replies.popleft() if model.replies else '{"tool": "submit"}'
-                usage = {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
-                head = {"id": "c1", "created": 0, "model": body.get("model", "m")}
-                if body.get("stream"):
-                    chunks = [{**head, "object": "chat.completion.chunk", "choices": [
-                                  {"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}]},
-                              {**head, "object": "chat.completion.chunk", "usage": usage,
-                               "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
-                    data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
-                    kind = "text/event-stream"
-                else:
-                    data = json.dumps({**head, "object": "chat.completion", "usage": usage, "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}).encode()
-                    kind = "application/json"
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def _rollout(replies: list[str], monkeypatch, **kwargs):
@@ -80,7 +40,6 @@ def _rollout(replies: list[str], monkeypatch, **kwargs):
         model.close()
 
 
-@pytest.mark.slow  # the first run syncs the null harness's chat program with uv (a minute)
 def test_a_scripted_rollout_fixes_the_bug_and_is_rewarded(monkeypatch):
     from frog_gym.agents.oracle import OracleAgent
 
@@ -97,9 +56,55 @@ def test_a_scripted_rollout_fixes_the_bug_and_is_rewarded(monkeypatch):
     assert requests[2]["messages"][-1]["content"].startswith("Error:")  # "what now?" was malformed: an observation
 
 
-@pytest.mark.slow
 def test_an_unfixed_bug_scores_zero_at_the_step_budget(monkeypatch):
     episode, _ = _rollout(["```bash\nls\n```"] * 3, monkeypatch, max_steps=3)
     (trace,) = episode.traces
     assert not episode.errors and trace.rewards["frog_resolved"].score == 0.0
     assert trace.info["frog"]["steps"] == 3 and trace.info["frog"]["status"] == "RESOLVED_NO"
+
+
+def _oracle_replies() -> list[str]:
+    from frog_gym.agents.oracle import OracleAgent
+
+    oracle = OracleAgent()
+    oracle.reset("", {"task_id": TOY})
+    return [json.dumps(oracle.act("")) for _ in range(len(oracle._queue))]
+
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+VF_EVAL = shutil.which("vf-eval")
+
+
+@pytest.mark.skipif(VF_EVAL is None or shutil.which("unshare") is None, reason="needs vf-eval and unshare")
+def test_vf_eval_runs_the_documented_command_with_no_network(tmp_path):
+    (tmp_path / "replies.json").write_text(json.dumps(["```bash\ngit status --short\n```", *_oracle_replies()]))
+    # The model and vf-eval share a network namespace where only loopback exists: nothing is downloaded.
+    script = ("ip link set lo up; "
+              f"{sys.executable} {HERE / 'scripted_openai.py'} replies.json requests.jsonl port >model.log 2>&1 & "
+              "model=$!; for i in $(seq 100); do [ -f port ] && break; sleep 0.1; done; "
+              f"{VF_EVAL} frog-gym-verifiers -m scripted --no-push -o out "
+              "--client.base-url http://127.0.0.1:$(cat port)/v1 --client.api-key-var SCRIPTED_MODEL_KEY "
+              "--env.taskset.env-id FrogSWE-Toy-v0 --env.taskset.task-ids " + TOY + "; rc=$?; kill $model; exit $rc")
+    p = subprocess.run(["unshare", "--net", "bash", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=600, env={**os.environ, "SCRIPTED_MODEL_KEY": "unused", "PYTHONPATH": str(ROOT),
+                                         "PRIME_API_KEY": ""})
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-4000:]
+    assert "frog-gym-verifiers harness" in out and "subprocess" in out
+    assert "reward=1.00" in out and "frog_resolved 1.00" in out, out[-3000:]  # verifiers' own log agrees with us
+    (traces,) = (tmp_path / "out").rglob("traces.jsonl")
+    (episode,) = [json.loads(ln) for ln in traces.read_text().splitlines()]
+    (trace,) = episode["traces"]
+    assert episode["ok"] and trace["info"]["frog"]["status"] == "RESOLVED_FULL", trace["info"]
+    requests = [json.loads(ln) for ln in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    assert requests and requests[0]["messages"][0]["role"] == "system"
+
+
+def test_an_infrastructure_failure_is_verifiers_sandbox_error_not_a_reward(monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")  # a sandbox that cannot start
+    episode, requests = _rollout([], monkeypatch, env_kwargs={"backend": "docker"})
+    assert requests == [] and not any(t.rewards for t in episode.traces)  # no reward recorded anywhere
+    errors = [*episode.errors, *(e for t in episode.traces for e in t.errors)]
+    assert errors and errors[0].type == "SandboxError", errors
+    assert errors[0].message.startswith("FrogSWE infrastructure failure (not scored): No Docker engine answers")

@@ -65,17 +65,17 @@ def main(out: Path) -> None:
     token = secrets.token_hex(16)
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token,
            "PYTHONPATH": os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)}
-    ray = str(Path(sys.executable).with_name("ray"))
+    ray = [sys.executable, "-m", "ray.scripts.scripts"]  # Ray's CLI, from this interpreter (a venv may lack the script)
     common = ["--object-store-memory", str(80 * 2**20), "--block", "--disable-usage-stats"]
     procs = []
     summary: dict = {"address": address}
     try:
-        procs.append(subprocess.Popen([ray, "start", "--head", "--port", str(port), "--num-cpus", "1",
+        procs.append(subprocess.Popen([*ray, "start", "--head", "--port", str(port), "--num-cpus", "1",
                                        "--include-dashboard", "false", "--temp-dir", str(temp), *common],
                                       env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                                       stderr=open(out / "head.log", "w")))
         wait_for(lambda: listening(port), 90, "the head node listening")
-        second = subprocess.Popen([ray, "start", "--address", address, "--num-cpus", "2", *common], env=env,
+        second = subprocess.Popen([*ray, "start", "--address", address, "--num-cpus", "2", *common], env=env,
                                   start_new_session=True, stdout=subprocess.DEVNULL,
                                   stderr=open(out / "second.log", "w"))
         procs.append(second)
@@ -87,7 +87,7 @@ def main(out: Path) -> None:
         summary["wrong_token"] = {"rc": wrong.returncode, "stderr": wrong.stderr}
 
         bench = subprocess.Popen([*cli, "--agent", "python:slow_agents:make", "--agent-opt", f"seconds={SLEEP}",
-                                  "--workers", "3", "--spares", "0", "--ray", address, "--out", str(out / "run")],
+                                  "--workers", "3", "--spares", "0", "--cpus-per-env", "1", "--ray", address, "--out", str(out / "run")],
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for(lambda: sleeping_episodes() >= 3 or bench.poll() is not None, 180, "three episodes running")
         summary["killed_at_sleeping"] = sleeping_episodes()

@@ -41,3 +41,19 @@ def test_a_node_killed_mid_run_has_its_episodes_rerun_elsewhere(tmp_path):
     assert all(r.resolved and r.reward == 1.0 and r.infra_failure is None for r in results), lines
     retried = [d for d in lines if d["ray_tries"] > 1]
     assert len(retried) == 2, [(d["task_id"], d["ray_tries"]) for d in lines]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux) for a private network")
+def test_episodes_run_on_both_nodes_of_a_two_node_cluster(tmp_path):
+    p = subprocess.run(["unshare", "--net", sys.executable, str(HERE / "two_nodes.py"), str(tmp_path)],
+                       capture_output=True, text=True, timeout=1200)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert p.returncode == 0, (p.stderr[-3000:], summary)
+    assert len(summary["nodes"]) == 2
+    pool = summary["pool"]
+    assert len(pool) == 4 and all(d["resolved"] and d["infra_failure"] is None for d in pool), pool
+    assert {d["node_id"] for d in pool} == set(summary["nodes"])  # 4 actors of 0.5 CPU: 2 per 1-CPU node
+    assert summary["bench"]["rc"] == 0, summary["bench"]["stderr"]
+    results = load_results(tmp_path / "run")
+    assert len(results) == 4 and all(r.resolved and r.infra_failure is None for r in results)

@@ -10,7 +10,9 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
+import pytest
 
 from frog_gym.bench import bench, load_results
 from frog_gym.harness import HarnessSpec
@@ -75,6 +77,83 @@ def test_remote_env_replays_the_episode_on_a_new_actor_when_its_actor_dies(local
         os.kill(local_ray.get(env.actor.where.remote())["pid"], signal.SIGKILL)
         obs, reward, terminated, truncated, info = env.step(agent.act(obs))  # submit, on a replacement
         assert env.retries == 1 and terminated and reward == 1.0 and info["resolved"]
+    finally:
+        env.close()
+        pool.close()
+
+
+def test_env_actors_take_a_fraction_of_a_cpu_by_default(local_ray):
+    from frog_gym.distributed import PoolConfig, RayEnvPool
+
+    pool = RayEnvPool(PoolConfig(workers=5, spares=0), repos=["frogtoy"])  # 5 envs on a 2-CPU Ray
+    try:
+        assert len(pool.idle) == 5
+        assert local_ray.available_resources().get("CPU", 0.0) == pytest.approx(2 - 5 * 0.25)
+    finally:
+        pool.close()
+
+
+def test_a_pool_the_cluster_cannot_hold_fails_at_once_saying_why(local_ray):
+    from frog_gym.distributed import PlacementError, PoolConfig, RayEnvPool
+
+    t = time.monotonic()
+    with pytest.raises(PlacementError) as e:
+        RayEnvPool(PoolConfig(workers=3, spares=0, cpus_per_env=1.0))
+    assert time.monotonic() - t < 10
+    assert str(e.value).startswith("The Ray cluster can hold 2 env actor(s) and the pool needs 3: each asks for 1 CPU (node ")
+    assert "2 CPU" in str(e.value) and "Lower --workers or PoolConfig.cpus_per_env (now 1)" in str(e.value)
+
+
+def test_an_actor_that_finds_no_room_is_reported_with_the_resources(local_ray):
+    from frog_gym.distributed import PlacementError, PoolConfig, RayEnvPool
+
+    deadline = time.monotonic() + 60  # the CPUs of the actors the last test killed are released
+    while local_ray.available_resources().get("CPU", 0.0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    pool = RayEnvPool(PoolConfig(workers=2, spares=1, cpus_per_env=1.0, place_timeout_s=15), repos=["frogtoy"])
+    try:
+        held = [pool.lease(), pool.lease()]  # the spare cannot be placed: both CPUs are taken
+        t = time.monotonic()
+        with pytest.raises(PlacementError) as e:
+            pool.lease()
+        assert time.monotonic() - t < 30
+        msg = str(e.value)
+        assert msg.startswith("An env actor has waited ") and "for a node with room for it: it asks for 1 CPU; " \
+            "free now: 0 CPU, " in msg and "of 2 CPU, " in msg and "in the cluster. Lower PoolConfig.cpus_per_env (now 1)" in msg, msg
+        for a in held:
+            pool.release(a)
+    finally:
+        pool.close()
+
+
+@pytest.mark.skipif(os.path.exists("/var/run/docker.sock"), reason="needs a machine where Docker does not answer")
+def test_a_sandbox_that_cannot_start_is_an_infrastructure_failure_not_scored(local_ray):
+    from frog_gym.distributed import PoolConfig, RayEnvPool
+
+    spec = HarnessSpec.for_suite(TOY[0]).replace(backend="docker")  # the actors find no Docker engine
+    pool = RayEnvPool(PoolConfig(workers=1, spares=0), repos=["frogtoy"])
+    try:
+        (out,) = pool.run_episodes(spec, "oracle", {}, "oracle", [(TOY[0], 0)])
+    finally:
+        pool.close()
+    r = out["result"]
+    assert r["infra_failure"].startswith("SandboxUnavailableError: No Docker engine answers"), r
+    assert not r["resolved"] and r["ray_tries"] == 1
+
+
+def test_remote_env_past_its_retries_ends_the_episode_as_an_infrastructure_failure(local_ray):
+    from frog_gym.distributed import PoolConfig, RayEnvPool, RemoteEnv
+
+    pool = RayEnvPool(PoolConfig(workers=1, spares=1, cpus_per_env=0.5, max_retries=0), repos=["frogtoy"])
+    env = RemoteEnv(pool, "FrogSWE-Toy-v0", max_steps=8)
+    try:
+        env.reset(seed=0, options={"task_id": TOY[1]})
+        os.kill(local_ray.get(env.actor.where.remote())["pid"], signal.SIGKILL)
+        obs, reward, terminated, truncated, info = env.step({"tool": "bash", "command": "ls"})
+        assert truncated and not terminated and info["infra_failure"].startswith("ray: the env's actor died 1 times")
+        assert obs.startswith("Infrastructure failure (not scored): ")
+        obs, info = env.reset(seed=0, options={"task_id": TOY[1]})  # a fresh actor serves the next episode
+        assert info["task_id"] == TOY[1]
     finally:
         env.close()
         pool.close()

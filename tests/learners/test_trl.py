@@ -54,6 +54,16 @@ def _tiny_qwen_style(path):
 
 
 @pytest.mark.slow
+def test_an_infrastructure_failure_scores_none(monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")  # a sandbox that cannot start
+    env = environment_factory("FrogSWE-Toy-v0", backend="docker")()
+    text = env.reset(task_id="frogtoy__handwritten-0001")
+    assert text.startswith("Infrastructure failure (not scored): No Docker engine answers")
+    assert env.bash("ls") == "The episode is over; no more tool calls are needed."
+    assert env.get_reward() is None and env.infra_failure.startswith("No Docker engine answers")
+    env.env.close()
+
+
 def test_grpo_trainer_two_steps_on_frogswe(tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
