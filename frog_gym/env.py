@@ -28,6 +28,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from frog_gym import grading_server
 from frog_gym.errors import FrogGymError, SandboxError, UnknownNameError
 from frog_gym.grading import GradeReport, grade
 from frog_gym.prompt import render_prompt
@@ -78,6 +79,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
             raise UnknownNameError("task", task_id, task_index(), "See `frog-gym tasks`.")
         self.task_id = task_id
         self._pool = list(task_ids) if task_ids is not None else None
+        grading_server.hold(self)  # the process's warm grading servers stay while an env of it is open
         for t in self._pool or ():
             if t not in task_index():
                 raise UnknownNameError("task", t, task_index(), "See `frog-gym tasks`.")
@@ -221,6 +223,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         for ws in (self._ws, self._scratch, *self._workspaces.values()):
             ws.template = None
         self._done = True
+        grading_server.release(self)  # the last open env of the process stops the warm grading servers
 
     # -- helpers ------------------------------------------------------------------------------------
     def _use_workspace(self, key: str) -> None:

@@ -46,6 +46,7 @@ import subprocess
 import threading
 import time
 import uuid
+import weakref
 from collections import OrderedDict
 from importlib import resources
 from pathlib import Path
@@ -53,6 +54,7 @@ from pathlib import Path
 from frog_gym import paths
 from frog_gym.errors import FrogGymError
 from frog_gym.integrity import Canaries
+from frog_gym.sandbox import owner
 from frog_gym.sandbox.base import Limits
 from frog_gym.snapshot import PreparedRepo, venv_key
 from frog_gym.workspace import (Change, Template, Workspace, _Root, _rmtree_at, append_file, open_regular,
@@ -145,7 +147,8 @@ class GradingServer:
     def __init__(self, repo: PreparedRepo, template: Template, startup_timeout: float = 120.0):
         self.repo = repo
         self.lock = threading.Lock()
-        self.base = paths.home() / "work" / f"grader-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        # named for its driver, like an episode's work folder: the reaper deletes it as soon as the driver is gone
+        self.base = paths.home() / "work" / f"{owner.token()}-grader-{uuid.uuid4().hex[:8]}"
         self.ws = Workspace(self.base / "ws")
         self.view = self.base / "view"
         self.io_in, self.out = self.base / "in", self.base / "out"
@@ -481,6 +484,22 @@ def close_all() -> None:
     with _POOL_LOCK:
         while _POOL:
             _POOL.popitem()[1].close()
+
+
+_USERS: weakref.WeakSet = weakref.WeakSet()
+"""The open envs of this process: the warm servers are theirs to share, and go when the last one closes."""
+
+
+def hold(user: object) -> None:
+    """``user`` (an env) grades through the warm servers until it calls :func:`release`."""
+    _USERS.add(user)
+
+
+def release(user: object) -> None:
+    """``user`` is done; once no other user of this process holds them, every warm server is closed."""
+    _USERS.discard(user)
+    if not _USERS:
+        close_all()
 
 
 atexit.register(close_all)
