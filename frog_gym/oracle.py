@@ -31,6 +31,7 @@ import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -118,7 +119,7 @@ def task_digest(task: Task) -> str:
 
 
 def _oracles_dir() -> Any:
-    return resources.files("frog_gym").joinpath("registry").joinpath("oracles")
+    return resources.files("frog_gym.registry").joinpath("oracles")
 
 
 def _read_lines(data: bytes) -> list[dict]:
@@ -258,11 +259,18 @@ def compare(calls: list[dict], got: list[bytes], note: str = "") -> OracleVerdic
     return OracleVerdict(len(calls), matched, first or (note and f"the replay did not finish: {note[:200]}"))
 
 
-def check(repo: PreparedRepo, task: Task, template: Template, changes: list[Change]) -> OracleVerdict | None:
-    """Replay the task's oracle on the package as ``changes`` leave it (None: the task has no oracle)."""
+def calls_digest(calls: list[dict]) -> str:
+    """A digest of an oracle (grades cached under another oracle are not reused)."""
+    return hashlib.sha256(json.dumps(calls, sort_keys=True).encode()).hexdigest()[:16] if calls else "none"
+
+
+def check(repo: PreparedRepo, task: Task, template: Template, changes: list[Change],
+          calls: list[dict] | None = None) -> OracleVerdict | None:
+    """Replay the task's oracle (``calls``, default the stored one) on the package as ``changes`` leave it
+    (None: the task has no oracle)."""
     from frog_gym.grading import patch_files
 
-    calls = calls_of(task)
+    calls = calls_of(task) if calls is None else calls
     if not calls:
         return None
     start = time.monotonic()
@@ -272,6 +280,27 @@ def check(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     v = compare(calls, got, note)
     v.seconds = time.monotonic() - start
     return v
+
+
+def start_check(repo: PreparedRepo, task: Task, template: Template, changes: list[Change],
+                calls: list[dict]) -> Future[OracleVerdict | None] | None:
+    """:func:`check` in a thread of its own, so that the replay runs while the tests do (None: no oracle).
+    A replay whose sandbox fails to start is an infrastructure failure of the oracle: it says so in
+    ``mismatch`` and the grade is not resolved."""
+    if not calls:
+        return None
+    return _POOL.submit(_guarded_check, repo, task, template, list(changes), calls)
+
+
+def _guarded_check(repo: PreparedRepo, task: Task, template: Template, changes: list[Change],
+                   calls: list[dict]) -> OracleVerdict | None:
+    try:
+        return check(repo, task, template, changes, calls)
+    except Exception as e:  # never a grade that passes for want of a verdict
+        return OracleVerdict(len(calls), 0, f"the oracle could not run: {type(e).__name__}: {str(e)[:200]}")
+
+
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="frog-oracle")
 
 
 # --- recording (validation) ----------------------------------------------------------------------------

@@ -36,7 +36,7 @@ def _folder(out: Path | None) -> Path:
 
     if out is not None:
         return out
-    with resources.as_file(resources.files("frog_gym").joinpath("registry")) as reg:
+    with resources.as_file(resources.files("frog_gym.registry")) as reg:
         return Path(reg) / "oracles"
 
 

@@ -1,0 +1,195 @@
+"""The behavioural oracle (issue 21): recorded from the gold code, replayed outside the test process, compared
+on the host as bytes. Real tasks, real sandboxes; the forgery below is one the in-process layers let through."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import textwrap
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import frog_gym  # noqa: F401  (registers the envs)
+from frog_gym import grading, oracle
+from frog_gym.live import is_live, task_spec
+from frog_gym.snapshot import prepare
+from frog_gym.task import load_task, registered_task_ids
+from frog_gym.workspace import template_for
+
+COVERED = "inflection__wrong_variable-a7636217"
+"""singularize() returns the last rule's replacement instead of the word when no rule matches."""
+
+_spec = importlib.util.spec_from_file_location(
+    "frog_oracle", Path(oracle.__file__).parent / "_plugin" / "frog_oracle.py")
+assert _spec and _spec.loader
+frog_oracle = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(frog_oracle)
+
+
+class Point:  # picklable by reference to this module
+    def __init__(self, x):
+        self.x = x
+
+
+def test_targets_are_changed_functions_that_exist_in_both_versions():
+    bug = textwrap.dedent("""
+        def f(x):
+            return x + 1
+        def same(x):
+            return x  # a comment
+        class C:
+            def m(self):
+                return 1
+            def gen(self):
+                yield 1
+        X = 1
+    """).encode()
+    gold = textwrap.dedent("""
+        def f(x):
+            return x + 2
+        def same(x):
+            return x  # the comment changed, the code did not
+        def only_gold(x):
+            return x
+        class C:
+            def m(self):
+                return 2
+            def gen(self):
+                yield 2
+        X = 2
+    """).encode()
+    assert oracle.targets({"p/a.py": bug, "p/new.py": None}, {"p/a.py": gold, "p/new.py": b"def g(): pass\n"}) == {
+        "p/a.py": ["C.m", "f"]}
+
+
+def test_the_encoding_is_canonical_and_exact():
+    enc = lambda v: frog_oracle._dumps(frog_oracle.encode(v))  # noqa: E731
+    assert enc({"b": 1, "a": [1, 2.5]}) == enc({"a": [1, 2.5], "b": 1})  # equal dicts, any order
+    assert enc((1, 2)) != enc([1, 2]) and enc(1) != enc(1.0) != enc(True)
+    assert enc({3, 1, 2}) == enc({1, 2, 3}) and enc(float("nan")) == '{"f":"nan"}'
+    p = frog_oracle.encode(Point(3))
+    assert set(p) == {"p"} and frog_oracle.decode(p).x == 3
+    for v in ([1, (2, "x"), {"k": {1, 2}}, b"\x00", 2**80, -0.0, 1j], {frozenset({1}): None}):
+        assert frog_oracle.decode(frog_oracle.encode(v)) == v
+    with pytest.raises(frog_oracle.Unencodable, match="lambda|function"):
+        frog_oracle.encode(lambda: 1)
+
+
+def test_a_task_is_recorded_settled_and_covered():
+    task = load_task(COVERED)
+    rec = oracle.record_task(task)
+    assert rec["covered"] >= 1, rec
+    assert rec["recorded"] > len(rec["calls"])  # singularize('ors') depends on a test's set-up: dropped
+    assert {(c["m"], c["q"]) for c in rec["calls"]} == {("inflection", "singularize")}
+    assert all(json.loads(c["out"]) == {"r": "sponsor"} for c in rec["calls"])  # gold: the word itself
+    # The stored record is this one (same digest), and replays byte for byte on the gold code.
+    assert oracle.record_of(task) is not None and oracle.calls_of(task) == rec["calls"]
+    repo = prepare(task_spec(task))
+    template = template_for(repo, task.bug_patch, task.instance_id, hidden_tests=task.test_patch)
+    gold = grading._patched(template, task.patch, "gold")
+    changes = [grading.Change(f, (template.root / f).read_bytes(), new) for f, new in gold.items()]
+    assert oracle.check(repo, task, template, changes).passed
+    bug = oracle.check(repo, task, template, [])
+    assert not bug.passed and bug.mismatch.startswith("inflection:singularize: call ")
+    assert "sponsor" not in bug.mismatch  # the verdict names the function, never an expected value
+
+
+def test_the_replay_sees_no_test_file(tmp_path):
+    task = load_task(COVERED)
+    repo = prepare(task_spec(task))
+    template = template_for(repo, task.bug_patch, task.instance_id, hidden_tests=task.test_patch)
+    tree = oracle.package_tree(repo, template, [], tmp_path / "t")
+    files = sorted(str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file())
+    assert files and not [f for f in files if "test" in f.rsplit("/", 1)[-1]]
+    assert "inflection/__init__.py" in files
+
+
+FORGERY = textwrap.dedent('''\
+    return _Same(replacement)
+
+
+class _Same(str):
+    """A string equal to every value: the tests pass while the buggy value is returned."""
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = str.__hash__
+
+
+def tableize''')
+
+
+@pytest.mark.parametrize("warm", ["1", "0"])
+def test_a_forgery_that_wins_the_test_run_scores_0_by_the_oracle_alone(monkeypatch, warm):
+    """The buggy line stays; the package returns an always-equal string (issue 21's class 5), with the
+    static check disabled. Without the oracle the in-process verdict is a pass (reward 1.0); with it, 0."""
+    monkeypatch.setenv("FROG_GYM_GRADE_SERVER", warm)
+    monkeypatch.setattr(grading, "scan", lambda changes: [])  # the static check, out of the way
+    env = gym.make(f"FrogSWE/{COVERED}-v0")
+    try:
+        def forge() -> dict:
+            env.reset()
+            obs, *_ = env.step({"tool": "str_replace", "path": "inflection/__init__.py",
+                                "old_str": "    return replacement\n\n\ndef tableize", "new_str": FORGERY})
+            assert "No replacement" not in obs
+            _, reward, terminated, _, info = env.step({"tool": "submit"})
+            assert terminated
+            return {"reward": reward, **info}
+
+        with_oracle = forge()
+        assert with_oracle["report"]["fail_to_pass"]["failure"] == []  # the tests were won in-process
+        assert with_oracle["tampering"] == []
+        assert with_oracle["reward"] == 0.0 and with_oracle["resolved"] is False
+        assert with_oracle["report"]["oracle"]["passed"] is False
+        assert with_oracle["report"]["oracle"]["mismatch"].startswith("inflection:singularize:")
+        assert with_oracle["report"]["resolved"] == "RESOLVED_NO"
+
+        monkeypatch.setattr(oracle, "calls_of", lambda task: [])  # the same grade without the oracle
+        without = forge()
+        assert without["reward"] == 1.0 and without["report"]["oracle"] is None
+    finally:
+        env.close()
+
+
+def test_the_gold_fix_passes_its_oracle_through_the_env():
+    task = load_task(COVERED)
+    env = gym.make(f"FrogSWE/{COVERED}-v0")
+    try:
+        env.reset()
+        ws = env.unwrapped._ws.path
+        for f, new in grading._patched(env.unwrapped._template, task.patch, "gold").items():
+            (ws / f).write_bytes(new)
+        _, reward, _, _, info = env.step({"tool": "submit"})
+        assert reward == 1.0, info["report"]["note"]
+        assert info["report"]["oracle"] == {**info["report"]["oracle"], "calls": 2, "matched": 2, "passed": True,
+                                            "mismatch": ""}
+    finally:
+        env.close()
+
+
+@pytest.mark.slow
+def test_every_registered_gold_fix_passes_its_oracle():
+    """Every task with an oracle: the gold fix's package reproduces every recorded outcome, in the grading
+    replay (the same sandbox and comparison as a grade)."""
+    failed, checked = [], 0
+    for iid in registered_task_ids():
+        task = load_task(iid)
+        if not oracle.calls_of(task):
+            continue
+        repo = prepare(task_spec(task))
+        template = template_for(repo, task.bug_patch, iid, hidden_tests="" if is_live(iid) else task.test_patch)
+        gold = grading._patched(template, task.patch, "gold")
+        tests = grading.patch_files(task.test_patch)
+        changes = [grading.Change(f, (template.root / f).read_bytes() if (template.root / f).is_file() else None, new)
+                   for f, new in gold.items() if f not in tests]
+        v = oracle.check(repo, task, template, changes)
+        checked += 1
+        if not v.passed:
+            failed.append((iid, v.mismatch))
+    assert checked and not failed, f"{len(failed)} of {checked} gold fixes fail their oracle: {failed[:5]}"
