@@ -45,6 +45,8 @@ from frog_gym.snapshot import PreparedRepo
 from frog_gym.task import Task
 from frog_gym.workspace import Change, Template, write_changes
 
+RECORDER_VERSION = 2
+"""Bumped when recording changes what it keeps: ``frog-gym oracle record`` records older records again."""
 MAX_CALLS = 120
 """Calls kept per task: every call whose outcome differs between bug and gold first, then the others."""
 REPLAY_TIMEOUT = 120.0
@@ -332,7 +334,7 @@ def record_task(task: Task, timeout: float = 600.0) -> dict:
 
     start = time.monotonic()
     base = {"instance_id": task.instance_id, "repo": task.repo, "digest": task_digest(task), "calls": [],
-            "covered": 0, "recorded": 0, "stable": 0}
+            "covered": 0, "recorded": 0, "stable": 0, "v": RECORDER_VERSION}
 
     def done(why: str = "", **kw: Any) -> dict:
         return {**base, **kw, **({"why": why} if why else {}), "seconds": round(time.monotonic() - start, 1)}
@@ -360,8 +362,13 @@ def record_task(task: Task, timeout: float = 600.0) -> dict:
         ws.sync(template)
         write_changes(ws.path, gold + hidden)
         (work / "out").mkdir()
+        own = [*repo.spec.mutable, *(f for f in after if f.endswith(".py") and f not in tests)]
+        package = sorted({f"/testbed/{p}" + ("/" if (template.root / p).is_dir() else "") for p in own})
+        test_dirs = sorted({f"/testbed/{p}" + ("/" if (template.root / p).is_dir() else "")
+                            for p in repo.spec.tests.paths})
         env = {"FROG_ORACLE_TARGETS": json.dumps({f"/testbed/{f}": q for f, q in aim.items()}),
-               "FROG_ORACLE_OUT": "/frog/out/oracle.jsonl"}
+               "FROG_ORACLE_OUT": "/frog/out/oracle.jsonl", "FROG_ORACLE_PACKAGE": json.dumps(package),
+               "FROG_ORACLE_TESTS": json.dumps(test_dirs)}
         r = run_tests(repo, ws.path, task.FAIL_TO_PASS, timeout, plugins=("frog_oracle",), env=env,
                       out_dir=work / "out", protect=repo.spec.tests.paths, args=GRADING_PYTEST_ARGS)
         if r.infra_failure:

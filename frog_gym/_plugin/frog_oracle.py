@@ -35,9 +35,12 @@ MAX_BYTES = 1 << 16
 """An encoded call larger than this is not kept."""
 ENCODE_BUDGET = 2.0
 """Seconds of encoding one function may cost in a run; past it no more of its calls are kept."""
+TOTAL_BUDGET = 20.0
+"""Seconds of encoding all entry calls may cost in a run; past it only the changed functions' are kept."""
 CALL_TIMEOUT = 5
 """Seconds one replayed call may run."""
 _DEPTH = 40
+_ModuleType = type(sys)
 
 
 class Unencodable(Exception):
@@ -66,6 +69,8 @@ def encode(v, depth=0):
         return {"d": sorted(([k, x] for k, x in items), key=lambda kv: _dumps(kv[0]))}
     if t is set or t is frozenset:
         return {"s" if t is set else "z": sorted((encode(x, depth + 1) for x in v), key=_dumps)}
+    if t is _ModuleType and sys.modules.get(v.__name__) is v:  # a module by name (``expat=expat`` defaults)
+        return {"m": v.__name__}
     try:
         data = pickle.dumps(v, protocol=4)
         again = pickle.dumps(pickle.loads(data), protocol=4)
@@ -99,6 +104,10 @@ def decode(e):
         return {decode(y) for y in x}
     if tag == "z":
         return frozenset(decode(y) for y in x)
+    if tag == "m":
+        import importlib
+
+        return importlib.import_module(x)
     if tag == "p":
         return pickle.loads(base64.b64decode(x))
     raise ValueError(f"unknown tag {tag!r}")
@@ -140,10 +149,14 @@ _NOGEN = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine
 class Recorder:
     """Records the calls into the target functions (see the module docstring)."""
 
-    def __init__(self, targets, out):
+    def __init__(self, targets, out, package=(), tests=()):
         self.targets = {f: frozenset(q) for f, q in targets.items()}
+        self.package, self.tests, self.owned = tuple(package), tuple(tests), {}
         self.out = out
         self.known = {}  # code object -> its key "module:qualname" or None
+        self.entries = {}  # code object -> its key when it is the package's (an entry when called from outside)
+        self.hits = 0  # calls into a target so far: an entry call is kept only if it reached one
+        self.total = 0.0
         self.open = {}  # id(frame) -> (key, names, encoded args, args seen)
         self.counts = {}
         self.seen = set()
@@ -167,9 +180,35 @@ class Recorder:
             self.known[code] = k
         return k
 
-    def enter(self, frame):
-        key = self.key_of(frame)
+    def entry_of(self, frame):
+        """The key of a call into the package's own code from outside it (a test calling the package),
+        or None: such a call is kept when it reaches a target (the changed code is then its behaviour)."""
+        code = frame.f_code
+        k = self.entries.get(code, 0)
+        if k == 0:
+            k = None
+            if self.own(code.co_filename) and "<" not in code.co_qualname and not code.co_flags & _NOGEN:
+                k = f"{frame.f_globals.get('__name__')}:{code.co_qualname}"
+            self.entries[code] = k
+        if k is None:
+            return None
+        caller = frame.f_back
+        if caller is not None and self.own(caller.f_code.co_filename):
+            return None
+        return k
+
+    def own(self, filename):
+        """Whether a file is the package's own source (not a test file inside it)."""
+        o = self.owned.get(filename)
+        if o is None:
+            o = self.owned[filename] = filename.startswith(self.package) and not filename.startswith(self.tests)
+        return o
+
+    def enter(self, frame, entry=None):
+        key = entry or self.key_of(frame)
         if key is None or self.counts.get(key, 0) >= CAP or self.spent.get(key, 0.0) > ENCODE_BUDGET:
+            return False
+        if entry is not None and self.total > TOTAL_BUDGET:
             return False
         t0 = time.perf_counter()
         try:
@@ -179,20 +218,27 @@ class Recorder:
             args = {n: encode(v) for n, v in values.items()}
             blob = _dumps(args)
         except (Unencodable, KeyError, RecursionError) as e:
-            self.spent[key] = self.spent.get(key, 0.0) + time.perf_counter() - t0
-            self.skip(f"{key} arguments: {type(e).__name__}: {e}")
+            self.charge(key, t0)
+            self.skip(f"{'entry ' if entry else ''}{key} arguments: {type(e).__name__}: {e}")
             return False
-        self.spent[key] = self.spent.get(key, 0.0) + time.perf_counter() - t0
+        self.charge(key, t0)
         if (key, blob) in self.seen:
             return False
-        self.open[id(frame)] = (key, names, args, blob, values)
+        self.open[id(frame)] = (key, names, args, blob, values, None if entry is None else self.hits)
         return True
+
+    def charge(self, key, t0):
+        dt = time.perf_counter() - t0
+        self.spent[key] = self.spent.get(key, 0.0) + dt
+        self.total += dt
 
     def leave(self, frame, returned, raised):
         rec = self.open.pop(id(frame), None)
         if rec is None:
             return
-        key, names, args, blob, values = rec
+        key, names, args, blob, values, hits = rec
+        if hits is not None and self.hits == hits:  # an entry call that never reached the changed code
+            return
         t0 = time.perf_counter()
         try:
             after = {}
@@ -205,7 +251,7 @@ class Recorder:
         except (Unencodable, RecursionError) as e:
             line = None
             self.skip(f"{key} outcome: {type(e).__name__}: {e}")
-        self.spent[key] = self.spent.get(key, 0.0) + time.perf_counter() - t0
+        self.charge(key, t0)
         if line is None or len(blob) + len(line) > MAX_BYTES or self.counts.get(key, 0) >= CAP:
             return
         self.seen.add((key, blob))
@@ -216,10 +262,18 @@ class Recorder:
 
     # CPython 3.11: sys.settrace, with a local tracer only on the target frames and no line events.
     def trace(self, frame, event, arg):
-        if event != "call" or not self.enter(frame):
+        if event != "call" or not self.start_frame(frame):
             return None
         frame.f_trace_lines = False
         return self.local
+
+    def start_frame(self, frame):
+        """Whether a call is recorded (a target's, or an entry's): both paths of :meth:`start` use it."""
+        if self.key_of(frame) is not None:
+            self.hits += 1
+            return self.enter(frame)
+        entry = self.entry_of(frame) if self.package else None
+        return entry is not None and self.enter(frame, entry)
 
     def local(self, frame, event, arg):
         if event == "exception":
@@ -249,10 +303,10 @@ class Recorder:
         m.set_events(tool, ev.PY_START)
 
         def start(code, offset):
-            if self.key_of(sys._getframe(1)) is None:
-                return m.DISABLE
             frame = sys._getframe(1)
-            if self.enter(frame):
+            if self.key_of(frame) is None and not (self.package and self.own(code.co_filename)):
+                return m.DISABLE  # neither changed nor the package's: never again
+            if self.start_frame(frame):
                 m.set_local_events(tool, code, ev.PY_START | ev.PY_RETURN | ev.PY_UNWIND)
 
         def ret(code, offset, value):
@@ -292,7 +346,8 @@ def pytest_configure(config):
     global _recorder
     targets, out = os.environ.get("FROG_ORACLE_TARGETS"), os.environ.get("FROG_ORACLE_OUT")
     if targets and out and _recorder is None:
-        _recorder = Recorder(json.loads(targets), out)
+        _recorder = Recorder(json.loads(targets), out, json.loads(os.environ.get("FROG_ORACLE_PACKAGE", "[]")),
+                             json.loads(os.environ.get("FROG_ORACLE_TESTS", "[]")))
         _recorder.start()
 
 

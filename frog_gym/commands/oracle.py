@@ -52,7 +52,7 @@ def _existing(folder: Path) -> dict[str, dict]:
 
 def run(args: argparse.Namespace) -> int:
     from frog_gym.live import is_live
-    from frog_gym.oracle import append_record, compact, record_task, task_digest
+    from frog_gym.oracle import RECORDER_VERSION, append_record, compact, record_task, task_digest
     from frog_gym.task import load_task, task_index
 
     folder = _folder(args.out)
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     for n, iid in enumerate(ids, 1):
         task = load_task(iid)
         old = have.get(iid)
-        if old is not None and old.get("digest") == task_digest(task) and not args.again and not old.get("infra"):
+        if (old is not None and old.get("digest") == task_digest(task) and old.get("v") == RECORDER_VERSION
+                and not args.again and not old.get("infra")):
             continue
         t0 = time.monotonic()
         try:
