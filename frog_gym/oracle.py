@@ -142,6 +142,15 @@ def record_of(task: Task) -> dict | None:
     return r if r is not None and r.get("digest") == task_digest(task) else None
 
 
+def coverage(task: Task) -> dict[str, Any] | None:
+    """The oracle coverage of ``task`` for listings: ``{"calls", "covered", "why"}``, None when no record
+    was made from the task as it stands."""
+    r = record_of(task)
+    if r is None:
+        return None
+    return {"calls": len(r["calls"]), "covered": r.get("covered", 0), "why": r.get("why", "")}
+
+
 def calls_of(task: Task) -> list[dict]:
     """The task's oracle calls (empty: the task has no oracle)."""
     r = record_of(task)
@@ -321,7 +330,7 @@ def _settle(repo: PreparedRepo, gold: Path, calls: list[dict], rounds: int = 4) 
     return []
 
 
-def record_task(task: Task, timeout: float = 600.0) -> dict:
+def record_task(task: Task, timeout: float = 600.0, repo: PreparedRepo | None = None) -> dict:
     """Record, settle and measure the oracle of ``task`` (see the module docstring); returns its record.
 
     The record always says what happened: ``calls`` (empty when the task has no oracle), ``covered`` (calls
@@ -339,7 +348,7 @@ def record_task(task: Task, timeout: float = 600.0) -> dict:
     def done(why: str = "", **kw: Any) -> dict:
         return {**base, **kw, **({"why": why} if why else {}), "seconds": round(time.monotonic() - start, 1)}
 
-    repo = prepare(task_spec(task))
+    repo = repo or prepare(task_spec(task))
     template = template_for(repo, task.bug_patch, task.instance_id,
                             hidden_tests="" if is_live(task.instance_id) else task.test_patch)
     after = _patched(template, task.patch, f"the gold patch of {task.instance_id}")

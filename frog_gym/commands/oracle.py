@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "stats":
         ids = sorted(task_index())
         for label, pool in (("pool", [i for i in ids if not is_live(i)]), ("FrogLive", [i for i in ids if is_live(i)])):
-            cur = [have[i] for i in pool if i in have and have[i].get("digest") == task_digest(load_task(i))]
+            cur = [have[i] for i in pool if i in have and have[i].get("digest") == task_digest(load_task(i))
+                   and have[i].get("v") == RECORDER_VERSION]
             cov = sum(bool(r["calls"]) for r in cur)
             changed = sum(bool(r.get("changed_outcome")) for r in cur)
             pct = f"{100 * cov / len(cur):.1f}%" if cur else "n/a"
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                   f"gold tests whose outcome changed under recording: {changed} tasks")
         reasons: dict[str, int] = {}
         for r in have.values():
-            if not r["calls"]:
+            if not r["calls"] and r.get("v") == RECORDER_VERSION:
                 key = r.get("why", "?").split(":")[0][:90]
                 reasons[key] = reasons.get(key, 0) + 1
         for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
