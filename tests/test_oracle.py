@@ -193,3 +193,39 @@ def test_every_registered_gold_fix_passes_its_oracle():
         if not v.passed:
             failed.append((iid, v.mismatch))
     assert checked and not failed, f"{len(failed)} of {checked} gold fixes fail their oracle: {failed[:5]}"
+
+
+def _apr_fixes() -> list[tuple[str, str]]:
+    """(task id, model_patch) of every fix the `apr` agent got reward 1.0 for in the stored leaderboard runs."""
+    from frog_gym.task import task_index
+
+    root = Path(oracle.__file__).parents[1] / "leaderboard" / "results"
+    out, index = {}, task_index()
+    for f in sorted(root.glob("apr__*.jsonl")):
+        for line in f.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("reward") == 1 and r.get("model_patch") and r["task_id"] in index:
+                out[(r["task_id"], r["model_patch"])] = None
+    return list(out)
+
+
+@pytest.mark.slow
+def test_the_fixes_apr_found_pass_their_oracle(tmp_path):
+    """Fixes that are not the gold patch (a program-repair agent's) but pass the tests pass the oracle too."""
+    from frog_gym.workspace import Workspace, apply_patch
+
+    checked, failed = 0, []
+    for iid, patch in _apr_fixes():
+        task = load_task(iid)
+        if not oracle.calls_of(task):
+            continue
+        repo = prepare(task_spec(task))
+        template = template_for(repo, task.bug_patch, iid, hidden_tests="" if is_live(iid) else task.test_patch)
+        ws = Workspace(tmp_path / iid)
+        ws.sync(template)
+        apply_patch(ws.path, patch, f"apr's fix of {iid}")
+        v = oracle.check(repo, task, template, ws.changes())
+        checked += 1
+        if not v.passed:
+            failed.append((iid, v.mismatch))
+    assert checked and not failed, f"{len(failed)} of {checked} of apr's fixes fail the oracle: {failed}"

@@ -373,6 +373,8 @@ def _resolve(module, qualname):
         d = getattr(obj, "__dict__", None)
         if not isinstance(d, dict) and not hasattr(d, "get"):
             return f"{qualname}: {part} is not reachable"
+        if part.startswith("__") and not part.endswith("__") and isinstance(obj, type):
+            part = f"_{obj.__name__.lstrip('_')}{part}"  # a private name, as the class body mangled it
         if part not in d:
             return f"{qualname}: no {part}"
         obj = d[part]
