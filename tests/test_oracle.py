@@ -77,6 +77,72 @@ def test_the_encoding_is_canonical_and_exact():
         frog_oracle.encode(lambda: 1)
 
 
+MODULE = textwrap.dedent("""
+    class Box:
+        def __init__(self, v):
+            self.v = v
+        def grow(self, n):
+            self.v += n
+            return self.v
+    def double(x):
+        if x < 0:
+            raise ValueError(x)
+        return helper(x) * 2
+    def helper(x):
+        return x
+    def entry(x):
+        return double(x) + 1
+""")
+DRIVER = textwrap.dedent("""
+    import json, sys
+    sys.path[:0] = [sys.argv[1], "."]
+    import frog_oracle, pkgmod
+    r = frog_oracle.Recorder({pkgmod.__file__: ["double", "Box.grow"]}, "out.jsonl", package=[pkgmod.__file__])
+    r.start()
+    pkgmod.double(3)
+    try:
+        pkgmod.double(-1)
+    except ValueError:
+        pass
+    pkgmod.Box(1).grow(2)
+    pkgmod.entry(5)
+    pkgmod.helper(9)
+    r.stop()
+""")
+
+
+def _interpreters() -> list[str]:
+    """This interpreter (3.11 here: sys.settrace) and any CPython >= 3.12 found (sys.monitoring)."""
+    import glob
+    import sys
+
+    found = [sys.executable]
+    for n in range(12, 16):
+        real = [f"/usr/bin/python3.{n}", f"/usr/local/bin/python3.{n}",
+                *sorted(glob.glob(str(Path.home() / f".pyenv/versions/3.{n}.*/bin/python3.{n}")))]
+        exe = next((x for x in real if Path(x).is_file()), None)
+        if exe:
+            found.append(exe)
+    return found
+
+
+@pytest.mark.parametrize("python", _interpreters())
+def test_the_recorder_sees_calls_returns_exceptions_and_state_on_every_hook(python, tmp_path):
+    import subprocess
+
+    (tmp_path / "pkgmod.py").write_text(MODULE)
+    (tmp_path / "drive.py").write_text(DRIVER)
+    plugin = str(Path(oracle.__file__).parent / "_plugin")
+    env = {"PATH": "/usr/bin:/bin"}
+    p = subprocess.run([python, "drive.py", plugin], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    got = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [(c["q"], c["args"].get("x"), json.loads(c["out"]).get("r"), json.loads(c["out"]).get("x"), c["after"])
+            for c in got] == [("double", 3, 6, None, []), ("double", -1, None, "builtins.ValueError", []),
+                              ("Box.grow", None, 3, None, ["self"]),
+                              ("double", 5, 10, None, []), ("entry", 5, 11, None, [])]  # helper(9) reaches no target
+
+
 def test_a_task_is_recorded_settled_and_covered():
     task = load_task(COVERED)
     rec = oracle.record_task(task)

@@ -300,20 +300,22 @@ class Recorder:
         tool = m.PROFILER_ID
         m.use_tool_id(tool, "frog_oracle")
         ev = m.events
-        m.set_events(tool, ev.PY_START)
+        m.set_events(tool, ev.PY_START | ev.PY_UNWIND)  # PY_UNWIND can only be a global event
 
         def start(code, offset):
             frame = sys._getframe(1)
             if self.key_of(frame) is None and not (self.package and self.own(code.co_filename)):
                 return m.DISABLE  # neither changed nor the package's: never again
             if self.start_frame(frame):
-                m.set_local_events(tool, code, ev.PY_START | ev.PY_RETURN | ev.PY_UNWIND)
+                m.set_local_events(tool, code, ev.PY_RETURN)
 
         def ret(code, offset, value):
             self.leave(sys._getframe(1), value, None)
 
         def unwind(code, offset, exc):
-            self.leave(sys._getframe(1), None, type(exc))
+            frame = sys._getframe(1)
+            if id(frame) in self.open:
+                self.leave(frame, None, type(exc))
 
         m.register_callback(tool, ev.PY_START, start)
         m.register_callback(tool, ev.PY_RETURN, ret)
