@@ -295,3 +295,24 @@ def test_the_fixes_apr_found_pass_their_oracle(tmp_path):
         if not v.passed:
             failed.append((iid, v.mismatch))
     assert checked and not failed, f"{len(failed)} of {checked} of apr's fixes fail the oracle: {failed}"
+
+
+def test_an_oracle_counts_only_for_the_task_it_was_recorded_from():
+    import dataclasses
+
+    task = load_task(COVERED)
+    assert oracle.calls_of(task)
+    for field, value in [("patch", task.patch + "\n"), ("bug_patch", task.bug_patch + "\n"),
+                         ("FAIL_TO_PASS", (*task.FAIL_TO_PASS, "x.py::t"))]:
+        assert oracle.calls_of(dataclasses.replace(task, **{field: value})) == [], field
+    assert oracle.calls_of(dataclasses.replace(task, problem_statement="reworded")) == oracle.calls_of(task)
+
+
+def test_no_recorded_task_had_a_gold_test_change_outcome_under_recording():
+    """Recording keeps no oracle where a FAIL_TO_PASS test failed on the gold code while recorded; the stored
+    records say none did (``frog-gym oracle stats`` prints the same count)."""
+    from frog_gym.oracle import _oracles_dir, _read_lines
+
+    records = [r for f in _oracles_dir().iterdir() if f.name.endswith(".jsonl.gz") for r in _read_lines(f.read_bytes())]
+    assert len(records) > 100
+    assert not [(r["instance_id"], r["changed_outcome"]) for r in records if r.get("changed_outcome")]
