@@ -29,9 +29,11 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
+import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -220,17 +222,34 @@ def replay(repo: PreparedRepo, tree: Path, calls: list[dict], timeout: float = R
             r = sb.exec([str(repo.python), "-I", "-c", _BOOT], timeout, env={"PYTHONHASHSEED": "0"})
         finally:
             sb.close()
-        out = io / "out" / "results.jsonl"
-        data = b""
-        if out.is_file() and not out.is_symlink():
-            with open(out, "rb") as f:
-                data = f.read(_OUT_CAP)
+        data = _read_capped(io / "out" / "results.jsonl")
         lines = data.split(b"\n")
         got = [lines[i] if i < len(lines) else b"" for i in range(len(calls))]
         note = "" if r.exit_code == 0 and not r.timed_out else (
             f"the replay {'ran past its limit' if r.timed_out else f'exited with {r.exit_code}'}: "
             f"{r.output[-300:]}")
         return got, note
+
+
+def _read_capped(path: Path) -> bytes:
+    """A file the sandbox wrote, read only if it is a regular file (never through a symlink or a FIFO), capped."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        chunks, left = [], _OUT_CAP
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 _BOOT = ("import sys; sys.path.insert(0, '/frog/oracle'); import frog_oracle; "
@@ -300,18 +319,17 @@ def start_check(repo: PreparedRepo, task: Task, template: Template, changes: lis
     ``mismatch`` and the grade is not resolved."""
     if not calls:
         return None
-    return _POOL.submit(_guarded_check, repo, task, template, list(changes), calls)
+    fut: Future[OracleVerdict | None] = Future()
 
+    def run() -> None:
+        try:
+            fut.set_result(check(repo, task, template, list(changes), calls))
+        except Exception as e:  # never a grade that passes for want of a verdict
+            fut.set_result(OracleVerdict(len(calls), 0, f"the oracle could not run: {type(e).__name__}: {str(e)[:200]}"))
 
-def _guarded_check(repo: PreparedRepo, task: Task, template: Template, changes: list[Change],
-                   calls: list[dict]) -> OracleVerdict | None:
-    try:
-        return check(repo, task, template, changes, calls)
-    except Exception as e:  # never a grade that passes for want of a verdict
-        return OracleVerdict(len(calls), 0, f"the oracle could not run: {type(e).__name__}: {str(e)[:200]}")
-
-
-_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="frog-oracle")
+    # A thread per grade, not a pool: a pool made before a fork (vector envs) has no threads in the child.
+    threading.Thread(target=run, name="frog-oracle", daemon=True).start()
+    return fut
 
 
 # --- recording (validation) ----------------------------------------------------------------------------

@@ -316,3 +316,14 @@ def test_no_recorded_task_had_a_gold_test_change_outcome_under_recording():
     records = [r for f in _oracles_dir().iterdir() if f.name.endswith(".jsonl.gz") for r in _read_lines(f.read_bytes())]
     assert len(records) > 100
     assert not [(r["instance_id"], r["changed_outcome"]) for r in records if r.get("changed_outcome")]
+
+
+def test_partial_credit_counts_the_oracle_calls_that_agree():
+    from frog_gym.grading import GradeReport, ResolvedStatus
+
+    r = GradeReport(ResolvedStatus.FULL, {}, {"success": ["a"], "failure": []}, {"success": ["b"], "failure": []},
+                    1, 0.0, oracle={"calls": 4, "matched": 3, "passed": False, "mismatch": "m:f: call 2 of 4 ..."})
+    assert not r.is_resolved and r.reward() == 0.0 and r.reward(partial_credit=True) == 0.75
+    r.oracle = {"calls": 4, "matched": 4, "passed": True, "mismatch": ""}
+    assert r.is_resolved and r.reward() == 1.0
+    assert GradeReport.from_dict(r.to_dict()).oracle == r.oracle
