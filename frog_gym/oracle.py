@@ -47,7 +47,7 @@ from frog_gym.snapshot import PreparedRepo
 from frog_gym.task import Task
 from frog_gym.workspace import Change, Template, write_changes
 
-RECORDER_VERSION = 2
+RECORDER_VERSION = 3
 """Bumped when recording changes what it keeps: ``frog-gym oracle record`` records older records again."""
 MAX_CALLS = 120
 """Calls kept per task: every call whose outcome differs between bug and gold first, then the others."""
@@ -62,9 +62,9 @@ def _plugin_dir() -> Any:
 
 # --- what to record -------------------------------------------------------------------------------------
 
-def _functions(source: bytes) -> dict[str, str] | None:
-    """Every top-level function and method (qualname -> a dump of its AST) that could be replayed: not a
-    generator or coroutine, not nested in a function. None: the file does not parse."""
+def _functions(source: bytes, replayable: bool = True) -> dict[str, str] | None:
+    """Every function and method defined outside a function (qualname -> a dump of its AST); with
+    ``replayable`` only those a replay can call (not a generator or coroutine). None: the file does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -83,7 +83,9 @@ def _functions(source: bytes) -> dict[str, str] | None:
 
     def walk(body: list[ast.stmt], prefix: str) -> None:
         for n in body:
-            if isinstance(n, ast.FunctionDef) and plain(n):
+            if isinstance(n, ast.FunctionDef) and (plain(n) or not replayable):
+                out[prefix + n.name] = ast.dump(n)
+            elif isinstance(n, ast.AsyncFunctionDef) and not replayable:
                 out[prefix + n.name] = ast.dump(n)
             elif isinstance(n, ast.ClassDef):
                 walk(n.body, f"{prefix}{n.name}.")
@@ -92,6 +94,39 @@ def _functions(source: bytes) -> dict[str, str] | None:
                     walk(part, prefix)
 
     walk(tree.body, "")
+    return out
+
+
+def _skeleton(source: bytes) -> str | None:
+    """A dump of the module with every function's body left out: what runs at import (constants, tables,
+    decorators, class attributes)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            n.body = [ast.Pass()]
+    return ast.dump(tree)
+
+
+def reach(bug: dict[str, bytes | None], gold: dict[str, bytes | None]) -> dict[str, list[str]]:
+    """What a test's call into the package must reach for it to be kept (per file): every function the gold
+    patch changes, generators and coroutines included (a nested function's change is its enclosing one's),
+    and ``"*"`` (the whole file) where the patch changes what runs at import (a constant, a table)."""
+    out: dict[str, list[str]] = {}
+    for path, new in sorted(gold.items()):
+        old = bug.get(path)
+        if not path.endswith(".py") or new is None or old is None:
+            continue
+        before, after = _functions(old, replayable=False), _functions(new, replayable=False)
+        if before is None or after is None:
+            continue
+        changed = sorted(q for q, body in after.items() if q in before and before[q] != body)
+        if _skeleton(old) != _skeleton(new):
+            changed.append("*")
+        if changed:
+            out[path] = changed
     return out
 
 
@@ -374,10 +409,11 @@ def record_task(task: Task, timeout: float = 600.0, repo: PreparedRepo | None = 
         return done(f"the gold patch does not apply: {after[:200]}")
     bug_files = {f: ((template.root / f).read_bytes() if (template.root / f).is_file() else None) for f in after}
     tests = patch_files(task.test_patch)
-    aim = {f: q for f, q in targets(bug_files, after).items() if not repo.spec.tests.is_test_file(f) and f not in tests}
-    if not aim:
-        return done("the gold patch changes no function that exists in the bug too (module-level code, new "
-                    "functions, generators or nested functions only)")
+    source = {f: b for f, b in bug_files.items() if not repo.spec.tests.is_test_file(f) and f not in tests}
+    aim = targets(source, after)
+    reached = reach(source, after)
+    if not reached:
+        return done("the gold patch changes no code that exists in the bug too (new functions or files only)")
     gold = [Change(f, bug_files[f], new) for f, new in after.items() if f not in tests and bug_files[f] != new]
     hidden = hidden_test_changes(task, template)
     if isinstance(hidden, str):
@@ -395,14 +431,18 @@ def record_task(task: Task, timeout: float = 600.0, repo: PreparedRepo | None = 
                             for p in repo.spec.tests.paths})
         env = {"FROG_ORACLE_TARGETS": json.dumps({f"/testbed/{f}": q for f, q in aim.items()}),
                "FROG_ORACLE_OUT": "/frog/out/oracle.jsonl", "FROG_ORACLE_PACKAGE": json.dumps(package),
-               "FROG_ORACLE_TESTS": json.dumps(test_dirs)}
-        r = run_tests(repo, ws.path, task.FAIL_TO_PASS, timeout, plugins=("frog_oracle",), env=env,
+               "FROG_ORACLE_TESTS": json.dumps(test_dirs),
+               "FROG_ORACLE_REACH": json.dumps({f"/testbed/{f}": q for f, q in reached.items()}),
+               "FROG_ORACLE_ONLY": json.dumps(list(task.FAIL_TO_PASS))}
+        # Every selected test runs, as in a grade (some depend on the others' set-up); only the FAIL_TO_PASS
+        # tests' calls are kept.
+        r = run_tests(repo, ws.path, task.selected_tests, timeout, plugins=("frog_oracle",), env=env,
                       out_dir=work / "out", protect=repo.spec.tests.paths, args=GRADING_PYTEST_ARGS)
         if r.infra_failure:
             return done(f"the recording run failed: {r.infra_failure[:200]}", infra=True)
-        failing = sorted(t for t in task.FAIL_TO_PASS if not r.statuses.get(t, TestStatus.MISSING).ok)
+        failing = sorted(t for t in task.selected_tests if not r.statuses.get(t, TestStatus.MISSING).ok)
         if failing:  # recording must never change a gold test's outcome; such a task keeps no oracle
-            return done(f"{len(failing)} FAIL_TO_PASS tests did not pass on the gold code under recording: "
+            return done(f"{len(failing)} selected tests did not pass on the gold code under recording: "
                         f"{failing[:3]}", changed_outcome=failing[:10])
         raw = work / "out" / "oracle.jsonl"
         skipped = work / "out" / "oracle.jsonl.skipped"
@@ -420,7 +460,9 @@ def record_task(task: Task, timeout: float = 600.0, repo: PreparedRepo | None = 
         if not calls:
             return done("no recorded call reproduced its outcome on the gold code in a fresh process")
         got, _ = replay(repo, bug_tree, calls)
-        live = [(c, line) for c, line in zip(calls, got) if not line.startswith(b'{"e":"resolve')]
+        # A call the bug's code can't even take (a function, signature or class only the gold version has) asks
+        # for the gold's API, not its behaviour: dropped.
+        live = [(c, line) for c, line in zip(calls, got) if not line.startswith((b'{"e":"resolve', b'{"e":"decode'))]
         differ = [c for c, line in live if line != c["out"].encode()]
         same = [c for c, line in live if line == c["out"].encode()]
         picked = {id(c) for c in differ[:MAX_CALLS]} | {id(c) for c in same[:max(0, MAX_CALLS - len(differ))]}

@@ -64,6 +64,14 @@ def test_targets_are_changed_functions_that_exist_in_both_versions():
         "p/a.py": ["C.m", "f"]}
 
 
+def test_reach_names_changed_generators_nested_code_and_import_time_changes():
+    bug = b"T = 1\ndef g():\n    yield 1\ndef outer():\n    def inner():\n        return 1\n    return inner\ndef same():\n    pass\n"
+    gold = b"T = 1\ndef g():\n    yield 2\ndef outer():\n    def inner():\n        return 2\n    return inner\ndef same():\n    pass\n"
+    assert oracle.targets({"a.py": bug}, {"a.py": gold}) == {"a.py": ["outer"]}  # g is a generator: not replayed
+    assert oracle.reach({"a.py": bug}, {"a.py": gold}) == {"a.py": ["g", "outer"]}
+    assert oracle.reach({"a.py": bug}, {"a.py": bug.replace(b"T = 1", b"T = 2")}) == {"a.py": ["*"]}
+
+
 def test_the_encoding_is_canonical_and_exact():
     enc = lambda v: frog_oracle._dumps(frog_oracle.encode(v))  # noqa: E731
     assert enc({"b": 1, "a": [1, 2.5]}) == enc({"a": [1, 2.5], "b": 1})  # equal dicts, any order

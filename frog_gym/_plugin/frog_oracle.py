@@ -29,6 +29,8 @@ import signal
 import sys
 import time
 
+pytest = sys.modules.get("pytest")  # loaded as a plugin (recording); the replay never imports it
+
 CAP = 30
 """Calls kept per function (the first ones with distinct arguments)."""
 MAX_BYTES = 1 << 16
@@ -149,8 +151,11 @@ _NOGEN = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coroutine
 class Recorder:
     """Records the calls into the target functions (see the module docstring)."""
 
-    def __init__(self, targets, out, package=(), tests=()):
+    def __init__(self, targets, out, package=(), tests=(), reach=None):
         self.targets = {f: frozenset(q) for f, q in targets.items()}
+        self.reach = {f: tuple(q) for f, q in (reach or {}).items()}
+        self.reaching = {}  # code object -> whether it is changed code (see reaches)
+        self.active = True  # whether the test running now is one whose calls are kept
         self.package, self.tests, self.owned = tuple(package), tuple(tests), {}
         self.out = out
         self.known = {}  # code object -> its key "module:qualname" or None
@@ -208,7 +213,7 @@ class Recorder:
         key = entry or self.key_of(frame)
         if key is None or self.counts.get(key, 0) >= CAP or self.spent.get(key, 0.0) > ENCODE_BUDGET:
             return False
-        if entry is not None and self.total > TOTAL_BUDGET:
+        if entry is not None and self.total > TOTAL_BUDGET or not self.active:
             return False
         t0 = time.perf_counter()
         try:
@@ -267,11 +272,23 @@ class Recorder:
         frame.f_trace_lines = False
         return self.local
 
+    def reaches(self, code):
+        """Whether ``code`` is changed code (``$FROG_ORACLE_REACH``: qualnames, a nested function's under its
+        enclosing one's, or ``"*"`` for a whole file whose import-time code changed)."""
+        r = self.reaching.get(code)
+        if r is None:
+            names = self.reach.get(code.co_filename, ())
+            q = code.co_qualname
+            r = self.reaching[code] = "*" in names or any(q == n or q.startswith(n + ".") for n in names)
+        return r
+
     def start_frame(self, frame):
         """Whether a call is recorded (a target's, or an entry's): both paths of :meth:`start` use it."""
         if self.key_of(frame) is not None:
             self.hits += 1
             return self.enter(frame)
+        if self.reach and self.reaches(frame.f_code):
+            self.hits += 1
         entry = self.entry_of(frame) if self.package else None
         return entry is not None and self.enter(frame, entry)
 
@@ -342,15 +359,32 @@ except Exception:  # pragma: no cover
     _RETURN_VALUE = 83
 
 _recorder = None
+_only = None
 
 
 def pytest_configure(config):
     global _recorder
+    global _only
     targets, out = os.environ.get("FROG_ORACLE_TARGETS"), os.environ.get("FROG_ORACLE_OUT")
+    only = os.environ.get("FROG_ORACLE_ONLY")
+    _only = frozenset(json.loads(only)) if only else None
     if targets and out and _recorder is None:
         _recorder = Recorder(json.loads(targets), out, json.loads(os.environ.get("FROG_ORACLE_PACKAGE", "[]")),
-                             json.loads(os.environ.get("FROG_ORACLE_TESTS", "[]")))
+                             json.loads(os.environ.get("FROG_ORACLE_TESTS", "[]")),
+                             json.loads(os.environ.get("FROG_ORACLE_REACH", "{}")))
         _recorder.start()
+
+
+if pytest is not None:  # the recorder's side (the replay runs without pytest)
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        """Keep only the calls of the tests ``$FROG_ORACLE_ONLY`` names (the FAIL_TO_PASS tests; the others run
+        as grading runs them, so that no test depends on an order that grading would not have)."""
+        if _recorder is not None and _only is not None:
+            _recorder.active = item.nodeid in _only
+        yield
+        if _recorder is not None:
+            _recorder.active = False
 
 
 def pytest_unconfigure(config):
