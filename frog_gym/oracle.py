@@ -3,15 +3,19 @@
 Issue 21's second pillar. Nothing a process running the agent's code reports is trusted on its own, so a
 covered task's reward also rests on a comparison made on the host:
 
-- **Record** (validation, gold code only, :func:`record_task`): the task's FAIL_TO_PASS tests run on the gold
-  tree with ``frog_gym/_plugin/frog_oracle.py`` loaded; it keeps the calls those tests make into the functions
-  the gold patch changes (:func:`targets`: top-level functions and methods whose code differs between the bug
-  and the fix and that exist in both), with their arguments, the value returned or exception type raised,
-  and the after-state of every argument the call changed (``self`` included).
+- **Record** (validation, gold code only, :func:`record_task`): the task's selected tests run on the gold
+  tree as a grade runs them, with ``frog_gym/_plugin/frog_oracle.py`` loaded; during the FAIL_TO_PASS tests it
+  keeps the calls into the functions the gold patch changes (:func:`targets`: functions and methods whose
+  code differs between the bug and the fix and that exist in both) and the tests' own calls into the package
+  that reach changed code (:func:`reach`: a changed generator, nested function or import-time table
+  included), with their arguments, the value returned or exception type raised, and the after-state of
+  every argument the call changed (``self`` included). Any selected test that fails under recording leaves
+  the task without an oracle (``changed_outcome`` in its record).
 - **Settle**: the calls are replayed on the gold code in a fresh sandbox until every one reproduces its
-  recorded outcome byte for byte (others are dropped: they depend on a test's set-up, on time, or on
-  objects' identity), then on the bug: a call into a function the bug lacks is dropped, and the task is
-  **covered** when at least one call's outcome differs between bug and gold.
+  recorded outcome byte for byte (others are dropped: they depend on a test's set-up, on test code, on
+  time, or on objects' identity), then on the bug: a call the bug can't take (a function, signature or
+  class only the gold has) is dropped, and the task is **covered** when at least one call's outcome differs
+  between bug and gold. At most :data:`MAX_CALLS` calls are kept, the differing ones first.
 - **Grade** (:func:`check`): a sandbox holding only the package's source as the agent left it (no test file,
   no expected value, no key) replays the recorded arguments; the host compares each outcome line with the
   gold record as bytes. It never decodes (let alone unpickles) what a sandbox wrote.
