@@ -335,3 +335,39 @@ def test_partial_credit_counts_the_oracle_calls_that_agree():
     r.oracle = {"calls": 4, "matched": 4, "passed": True, "mismatch": ""}
     assert r.is_resolved and r.reward() == 1.0
     assert GradeReport.from_dict(r.to_dict()).oracle == r.oracle
+
+
+PROBE = textwrap.dedent('''\
+    import os as _os
+
+
+    def singularize(word: str) -> str:
+        """A probe in the agent's place: report what the replay's process can see."""
+        tests = sorted(p for d, _, fs in _os.walk("/testbed") for p in fs if p.startswith("test") or p == "conftest.py")
+        return repr({"in": sorted(_os.listdir("/frog/in")), "calls": open("/frog/in/calls.jsonl").read(),
+                     "tests": tests, "oracles": _os.path.exists(%r), "snapshots": _os.path.exists(%r)})
+''')
+
+
+def test_the_replay_gets_arguments_only_and_sees_no_test_or_task_data(tmp_path):
+    task = load_task(COVERED)
+    repo = prepare(task_spec(task))
+    template = template_for(repo, task.bug_patch, task.instance_id, hidden_tests=task.test_patch)
+    rel = "inflection/__init__.py"
+    src = (template.root / rel).read_text()
+    oracles = str(Path(oracle._oracles_dir()))  # where the expected values live on the host
+    from frog_gym import paths
+
+    probed = src + "\n\n" + PROBE % (oracles, str(paths.home() / "snapshots"))  # the original sources
+    changes = [grading.Change(rel, src.encode(), probed.encode())]
+    tree = oracle.package_tree(repo, template, changes, tmp_path / "t")
+    calls = oracle.calls_of(task)
+    got, note = oracle.replay(repo, tree, calls)
+    assert not note and got[0].startswith(b'{"r":')
+    seen = eval(json.loads(got[0])["r"])  # the test decodes what the probe returned; the host never does
+    assert seen["in"] == ["calls.jsonl"] and seen["tests"] == []
+    assert seen["oracles"] is False and seen["snapshots"] is False
+    sent = [json.loads(line) for line in seen["calls"].splitlines()]
+    assert len(sent) == len(calls) and all(set(c) == {"m", "q", "n", "args", "after"} for c in sent)
+    assert all(c["out"] not in seen["calls"] for c in calls)  # no expected outcome reached the process
+    assert not oracle.compare(calls, got).passed
