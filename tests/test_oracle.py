@@ -115,6 +115,10 @@ DRIVER = textwrap.dedent("""
     pkgmod.Box(1).grow(2)
     pkgmod.entry(5)
     pkgmod.helper(9)
+    r.set_active(False)  # a test whose calls don't count: nothing kept, no hook paid
+    pkgmod.double(7)
+    r.set_active(True)
+    pkgmod.double(8)
     r.stop()
 """)
 
@@ -148,7 +152,8 @@ def test_the_recorder_sees_calls_returns_exceptions_and_state_on_every_hook(pyth
     assert [(c["q"], c["args"].get("x"), json.loads(c["out"]).get("r"), json.loads(c["out"]).get("x"), c["after"])
             for c in got] == [("double", 3, 6, None, []), ("double", -1, None, "builtins.ValueError", []),
                               ("Box.grow", None, 3, None, ["self"]),
-                              ("double", 5, 10, None, []), ("entry", 5, 11, None, [])]  # helper(9) reaches no target
+                              ("double", 5, 10, None, []), ("entry", 5, 11, None, []),  # helper(9) reaches none
+                              ("double", 8, 16, None, [])]
 
 
 def test_a_task_is_recorded_settled_and_covered():

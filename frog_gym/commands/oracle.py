@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         task = load_task(iid)
         old = have.get(iid)
         if (old is not None and old.get("digest") == task_digest(task) and old.get("v") == RECORDER_VERSION
-                and not args.again and not old.get("infra")):
+                and not args.again and not old.get("infra") and not old.get("changed_outcome")):
             continue
         t0 = time.monotonic()
         try:
