@@ -258,7 +258,7 @@ def replay(repo: PreparedRepo, tree: Path, calls: list[dict], timeout: float = R
                           binds=((io / "in", "/frog/in", False), (io / "out", "/frog/out", True),
                                  (Path(plugin), "/frog/oracle", False)))
         try:
-            r = sb.exec([str(repo.python), "-I", "-c", _BOOT], timeout, env={"PYTHONHASHSEED": "0"})
+            r = sb.exec([str(repo.python), "-s", "-c", _BOOT], timeout, env={"PYTHONHASHSEED": "0", "PYTHONPATH": ""})
         finally:
             sb.close()
         data = _read_capped(io / "out" / "results.jsonl")
@@ -291,10 +291,11 @@ def _read_capped(path: Path) -> bytes:
         os.close(fd)
 
 
-_BOOT = ("import sys; sys.path.insert(0, '/frog/oracle'); import frog_oracle; "
+_BOOT = ("import sys; sys.path[:] = ['/frog/oracle', *(p for p in sys.path if p)]; import frog_oracle; "
          "frog_oracle.replay('/frog/in/calls.jsonl', '/frog/out/results.jsonl')")
-"""The replay's start: ``-I`` keeps the working folder and ``PYTHON*`` variables out; the venv's ``site``
-(with its ``_frog_testbed.pth``) finds the package; only the plugin folder is added."""
+"""The replay's start: no user site (``-s``), the working folder out of ``sys.path``, hash seed pinned (so a
+set's order is the same in every replay); the venv's ``site`` (with its ``_frog_testbed.pth``) finds the
+package; only the plugin folder is added."""
 
 
 @dataclass

@@ -350,7 +350,8 @@ PROBE = textwrap.dedent('''\
         """A probe in the agent's place: report what the replay's process can see."""
         tests = sorted(p for d, _, fs in _os.walk("/testbed") for p in fs if p.startswith("test") or p == "conftest.py")
         return repr({"in": sorted(_os.listdir("/frog/in")), "calls": open("/frog/in/calls.jsonl").read(),
-                     "tests": tests, "oracles": _os.path.exists(%r), "snapshots": _os.path.exists(%r)})
+                     "tests": tests, "oracles": _os.path.exists(%r), "snapshots": _os.path.exists(%r),
+                     "hash_randomization": __import__("sys").flags.hash_randomization})
 ''')
 
 
@@ -372,6 +373,7 @@ def test_the_replay_gets_arguments_only_and_sees_no_test_or_task_data(tmp_path):
     seen = eval(json.loads(got[0])["r"])  # the test decodes what the probe returned; the host never does
     assert seen["in"] == ["calls.jsonl"] and seen["tests"] == []
     assert seen["oracles"] is False and seen["snapshots"] is False
+    assert seen["hash_randomization"] == 0  # PYTHONHASHSEED=0, as in the recording run: a set's order is fixed
     sent = [json.loads(line) for line in seen["calls"].splitlines()]
     assert len(sent) == len(calls) and all(set(c) == {"m", "q", "n", "args", "after"} for c in sent)
     assert all(c["out"] not in seen["calls"] for c in calls)  # no expected outcome reached the process
