@@ -378,3 +378,16 @@ def test_the_replay_gets_arguments_only_and_sees_no_test_or_task_data(tmp_path):
     assert len(sent) == len(calls) and all(set(c) == {"m", "q", "n", "args", "after"} for c in sent)
     assert all(c["out"] not in seen["calls"] for c in calls)  # no expected outcome reached the process
     assert not oracle.compare(calls, got).passed
+
+
+def test_frog_gym_tasks_shows_each_tasks_oracle(capsys):
+    from frog_gym.cli import main
+
+    assert main(["tasks", "--repo", "inflection"]) == 0
+    out, err = capsys.readouterr()
+    line = next(x for x in out.splitlines() if x.startswith(COVERED))
+    assert f"oracle={len(oracle.calls_of(load_task(COVERED)))} " in line
+    assert "oracle=N: the grade replays N recorded calls" in err
+    assert main(["tasks", "--repo", "inflection", "--json"]) == 0
+    rows = {json.loads(x)["instance_id"]: json.loads(x) for x in capsys.readouterr().out.splitlines()}
+    assert rows[COVERED]["oracle"]["calls"] >= 1 and rows[COVERED]["oracle"]["covered"] >= 1
