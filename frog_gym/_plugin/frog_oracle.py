@@ -37,6 +37,8 @@ MAX_BYTES = 1 << 16
 """An encoded call larger than this is not kept."""
 ENCODE_BUDGET = 2.0
 """Seconds of encoding one function may cost in a run; past it no more of its calls are kept."""
+ENTRY_TRIES = 200
+"""Calls of one function tried as an entry (arguments encoded) in a run; past it, no more."""
 TOTAL_BUDGET = 20.0
 """Seconds of encoding all entry calls may cost in a run; past it only the changed functions' are kept."""
 CALL_TIMEOUT = 5
@@ -156,6 +158,8 @@ class Recorder:
         self.reach = {f: tuple(q) for f, q in (reach or {}).items()}
         self.reaching = {}  # code object -> whether it is changed code (see reaches)
         self.active = True  # whether the test running now is one whose calls are kept
+        self.open_entries = 0  # entry calls being recorded now
+        self.tried = {}  # entry key -> calls whose arguments were encoded (kept or not)
         self.package, self.tests, self.owned = tuple(package), tuple(tests), {}
         self.out = out
         self.known = {}  # code object -> its key "module:qualname" or None
@@ -186,8 +190,9 @@ class Recorder:
         return k
 
     def entry_of(self, frame):
-        """The key of a call into the package's own code from outside it (a test calling the package),
-        or None: such a call is kept when it reaches a target (the changed code is then its behaviour)."""
+        """The key of a call into the package's own code from outside it (a test calling the package), or
+        from package code outside every call kept so far (a test helper shipped in the package whose ``self``
+        does not encode, calling the package's API), or None. Such a call is kept when it reaches a target."""
         code = frame.f_code
         k = self.entries.get(code, 0)
         if k == 0:
@@ -195,11 +200,11 @@ class Recorder:
             if self.own(code.co_filename) and "<" not in code.co_qualname and not code.co_flags & _NOGEN:
                 k = f"{frame.f_globals.get('__name__')}:{code.co_qualname}"
             self.entries[code] = k
-        if k is None:
+        if k is None or self.tried.get(k, 0) >= ENTRY_TRIES:
             return None
         caller = frame.f_back
-        if caller is not None and self.own(caller.f_code.co_filename):
-            return None
+        if caller is not None and self.own(caller.f_code.co_filename) and self.open_entries:
+            return None  # inside a kept call into the package: its behaviour is that call's
         return k
 
     def own(self, filename):
@@ -215,6 +220,8 @@ class Recorder:
             return False
         if entry is not None and self.total > TOTAL_BUDGET or not self.active:
             return False
+        if entry is not None:
+            self.tried[key] = self.tried.get(key, 0) + 1
         t0 = time.perf_counter()
         try:
             names = _param_names(frame.f_code)
@@ -230,6 +237,7 @@ class Recorder:
         if (key, blob) in self.seen:
             return False
         self.open[id(frame)] = (key, names, args, blob, values, None if entry is None else self.hits)
+        self.open_entries += entry is not None
         return True
 
     def charge(self, key, t0):
@@ -242,6 +250,7 @@ class Recorder:
         if rec is None:
             return
         key, names, args, blob, values, hits = rec
+        self.open_entries -= hits is not None
         if hits is not None and self.hits == hits:  # an entry call that never reached the changed code
             return
         t0 = time.perf_counter()
