@@ -31,6 +31,18 @@ def configure(p: argparse.ArgumentParser) -> None:
     cp.add_argument("--out", type=Path, default=None, help="the oracle folder (default: the registry's)")
 
 
+def _wilson(k: int, n: int, z: float = 1.96) -> str:
+    """The Wilson score interval of a proportion, as percentages (recording visits tasks in a seeded random
+    order, so a partial run is a random sample).
+
+    >>> _wilson(60, 100)
+    '50.2-69.1%'
+    """
+    p = k / n
+    mid, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return f"{100 * (mid - half):.1f}-{100 * (mid + half):.1f}%"
+
+
 def _folder(out: Path | None) -> Path:
     from importlib import resources
 
@@ -67,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                    and have[i].get("v") == RECORDER_VERSION]
             cov = sum(bool(r["calls"]) for r in cur)
             changed = sum(bool(r.get("changed_outcome")) for r in cur)
-            pct = f"{100 * cov / len(cur):.1f}%" if cur else "n/a"
+            pct = f"{100 * cov / len(cur):.1f}%, 95% interval {_wilson(cov, len(cur))}" if cur else "n/a"
             print(f"{label}: {len(cur)} of {len(pool)} tasks recorded; covered {cov} ({pct} of those recorded); "
                   f"gold tests whose outcome changed under recording: {changed} tasks")
         reasons: dict[str, int] = {}
