@@ -514,8 +514,10 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         r = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend, canaries=canaries,
                       authenticate=True, protect=repo.spec.tests.paths, args=GRADING_PYTEST_ARGS,
                       guard=guard_for(repo, task, canaries))
-    log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, r)
     verdict = replaying.result() if replaying is not None else None
+    if verdict is not None and not verdict.passed:
+        r.note = "; ".join(filter(None, [r.note, f"the behavioural oracle disagrees: {verdict.mismatch}"]))
+    log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, r)
     if r.infra_failure:
         return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,
                            tests_discarded, r.infra_failure, r.note, discarded=discarded, log_path=log_path)
@@ -526,14 +528,12 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         _store(cache, report)
         return report
     resolved, f2p, p2p = judge(task, r.statuses)
-    note = r.note
-    if verdict is not None and not verdict.passed and resolved is not ResolvedStatus.NO:
+    if verdict is not None and not verdict.passed:
         # The tests passed in a process that ran the agent's code; the oracle's replay, compared on the host,
-        # says the code does not behave as the gold fix does: not resolved.
-        resolved, note = ResolvedStatus.NO, "; ".join(filter(None, [note, f"the behavioural oracle disagrees: "
-                                                                         f"{verdict.mismatch}"]))
+        # says the code does not behave as the gold fix does: not resolved (r.note says why).
+        resolved = ResolvedStatus.NO
     report = GradeReport(resolved, {t: s.value for t, s in r.statuses.items()}, f2p, p2p, r.exit_code,
-                         time.monotonic() - start, tests_discarded, None, note, discarded=discarded,
+                         time.monotonic() - start, tests_discarded, None, r.note, discarded=discarded,
                          log_path=log_path, oracle=verdict.to_dict() if verdict is not None else None)
     _store(cache, report)
     return report

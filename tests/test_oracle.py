@@ -228,6 +228,8 @@ def test_a_forgery_that_wins_the_test_run_scores_0_by_the_oracle_alone(monkeypat
         assert with_oracle["report"]["oracle"]["passed"] is False
         assert with_oracle["report"]["oracle"]["mismatch"].startswith("inflection:singularize:")
         assert with_oracle["report"]["resolved"] == "RESOLVED_NO"
+        assert "the behavioural oracle disagrees: inflection:singularize:" in with_oracle["report"]["note"]
+        assert "the behavioural oracle disagrees" in Path(with_oracle["report"]["log_path"]).read_text()
 
         monkeypatch.setattr(oracle, "calls_of", lambda task: [])  # the same grade without the oracle
         without = forge()
