@@ -242,8 +242,8 @@ def package_tree(repo: PreparedRepo, template: Template, changes: list[Change], 
     return dest
 
 
-def replay(repo: PreparedRepo, tree: Path, calls: list[dict], timeout: float = REPLAY_TIMEOUT
-           ) -> tuple[list[bytes], str]:
+def replay(repo: PreparedRepo, tree: Path, calls: list[dict], timeout: float = REPLAY_TIMEOUT,
+           backend: str = "local") -> tuple[list[bytes], str]:
     """Replay ``calls`` (their arguments only) on the package in ``tree``, in a sandbox like a grade's.
 
     Returns one outcome line per call, as raw bytes (missing lines are empty), and a note when the replay
@@ -254,7 +254,7 @@ def replay(repo: PreparedRepo, tree: Path, calls: list[dict], timeout: float = R
         (io / "out").mkdir()
         sent = [{k: c[k] for k in ("m", "q", "n", "args", "after")} for c in calls]  # never the outcome
         (io / "in" / "calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in sent))
-        sb = make_sandbox("local", repo, tree, Limits(command_timeout=timeout, output_cap=4096),
+        sb = make_sandbox(backend, repo, tree, Limits(command_timeout=timeout, output_cap=4096),
                           binds=((io / "in", "/frog/in", False), (io / "out", "/frog/out", True),
                                  (Path(plugin), "/frog/oracle", False)))
         try:
@@ -335,9 +335,9 @@ def calls_digest(calls: list[dict]) -> str:
 
 
 def check(repo: PreparedRepo, task: Task, template: Template, changes: list[Change],
-          calls: list[dict] | None = None) -> OracleVerdict | None:
-    """Replay the task's oracle (``calls``, default the stored one) on the package as ``changes`` leave it
-    (None: the task has no oracle)."""
+          calls: list[dict] | None = None, backend: str = "local") -> OracleVerdict | None:
+    """Replay the task's oracle (``calls``, default the stored one) on the package as ``changes`` leave it, in
+    a sandbox of the grade's ``backend`` (None: the task has no oracle)."""
     from frog_gym.grading import patch_files
 
     calls = calls_of(task) if calls is None else calls
@@ -346,14 +346,14 @@ def check(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     start = time.monotonic()
     with tempfile.TemporaryDirectory(dir=paths.home()) as d:
         tree = package_tree(repo, template, changes, Path(d) / "t", patch_files(task.test_patch))
-        got, note = replay(repo, tree, calls)
+        got, note = replay(repo, tree, calls, backend=backend)
     v = compare(calls, got, note)
     v.seconds = time.monotonic() - start
     return v
 
 
 def start_check(repo: PreparedRepo, task: Task, template: Template, changes: list[Change],
-                calls: list[dict]) -> Future[OracleVerdict | None] | None:
+                calls: list[dict], backend: str = "local") -> Future[OracleVerdict | None] | None:
     """:func:`check` in a thread of its own, so that the replay runs while the tests do (None: no oracle).
     A replay whose sandbox fails to start is an infrastructure failure of the oracle: it says so in
     ``mismatch`` and the grade is not resolved."""
@@ -363,7 +363,7 @@ def start_check(repo: PreparedRepo, task: Task, template: Template, changes: lis
 
     def run() -> None:
         try:
-            fut.set_result(check(repo, task, template, list(changes), calls))
+            fut.set_result(check(repo, task, template, list(changes), calls, backend))
         except Exception as e:  # never a grade that passes for want of a verdict
             fut.set_result(OracleVerdict(len(calls), 0, f"the oracle could not run: {type(e).__name__}: {str(e)[:200]}"))
 
