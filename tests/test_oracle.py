@@ -156,6 +156,29 @@ def test_the_recorder_sees_calls_returns_exceptions_and_state_on_every_hook(pyth
                               ("double", 8, 16, None, [])]
 
 
+def test_a_value_defined_in_test_code_is_refused_and_others_pickle_as_usual(monkeypatch):
+    import collections
+    import datetime
+    import pickle
+    import sys
+    import types
+
+    monkeypatch.setattr(frog_oracle, "TEST_PREFIXES", ("/nonexistent/tests/",))
+    for v in (collections.OrderedDict(a=1), datetime.datetime(2020, 1, 2), [1, "x", (2, 3)], ValueError("x"), len,
+              Point(3)):
+        assert frog_oracle._dumps_checked(v) == pickle.dumps(v, protocol=4), v  # the bytes of a plain pickle
+    mod = types.ModuleType("test_helpers")
+    mod.__file__ = "/nonexistent/tests/test_helpers.py"
+
+    class Timer:
+        pass
+
+    Timer.__module__, Timer.__qualname__, mod.Timer = "test_helpers", "Timer", Timer
+    monkeypatch.setitem(sys.modules, "test_helpers", mod)
+    with pytest.raises(frog_oracle.Unencodable, match="Timer is defined in test code"):
+        frog_oracle.encode({"clock": Timer()})
+
+
 def test_a_task_is_recorded_settled_and_covered():
     task = load_task(COVERED)
     rec = oracle.record_task(task)

@@ -76,13 +76,52 @@ def encode(v, depth=0):
     if t is _ModuleType and sys.modules.get(v.__name__) is v:  # a module by name (``expat=expat`` defaults)
         return {"m": v.__name__}
     try:
-        data = pickle.dumps(v, protocol=4)
+        data = _dumps_checked(v) if TEST_PREFIXES else pickle.dumps(v, protocol=4)
         again = pickle.dumps(pickle.loads(data), protocol=4)
+    except Unencodable:
+        raise
     except Exception as e:  # unpicklable (locks, lambdas, generators, ...)
         raise Unencodable(f"{t.__qualname__}: {type(e).__name__}") from None
     if again != data:
         raise Unencodable(f"{t.__qualname__}: its pickle does not round-trip byte-identically")
     return {"p": base64.b64encode(data).decode()}
+
+
+TEST_PREFIXES = ()
+"""While recording: the test files' path prefixes. A value whose pickle names a class or function defined in
+a test file can't be replayed (the replay holds no test code): it is refused when encoded, so that it takes
+no place among a function's kept calls."""
+_test_modules = (0, frozenset())
+
+
+def _test_module_names():
+    global _test_modules
+    if _test_modules[0] != len(sys.modules):
+        names = frozenset(n for n, m in list(sys.modules.items())
+                          if str(getattr(m, "__file__", None) or "").startswith(TEST_PREFIXES)
+                          or n == "conftest" or n.endswith(".conftest"))
+        _test_modules = (len(sys.modules), names)
+    return _test_modules[1]
+
+
+class _CheckingPickler(pickle.Pickler):
+    """``pickle.dumps`` (the same bytes), refusing any class or function that a test file defines."""
+
+    def persistent_id(self, obj):
+        mod = getattr(obj, "__module__", None) if isinstance(obj, type) or callable(obj) else type(obj).__module__
+        if mod is not None and mod in self.tests:
+            raise Unencodable(f"{getattr(obj, '__qualname__', type(obj).__qualname__)} is defined in test code")
+        return None
+
+
+def _dumps_checked(v):
+    import io
+
+    buf = io.BytesIO()
+    p = _CheckingPickler(buf, protocol=4)
+    p.tests = _test_module_names()
+    p.dump(v)
+    return buf.getvalue()
 
 
 def decode(e):
@@ -391,6 +430,8 @@ def pytest_configure(config):
     only = os.environ.get("FROG_ORACLE_ONLY")
     _only = frozenset(json.loads(only)) if only else None
     if targets and out and _recorder is None:
+        global TEST_PREFIXES
+        TEST_PREFIXES = tuple(json.loads(os.environ.get("FROG_ORACLE_TESTS", "[]")))
         _recorder = Recorder(json.loads(targets), out, json.loads(os.environ.get("FROG_ORACLE_PACKAGE", "[]")),
                              json.loads(os.environ.get("FROG_ORACLE_TESTS", "[]")),
                              json.loads(os.environ.get("FROG_ORACLE_REACH", "{}")))
