@@ -37,6 +37,7 @@ import stat
 import tempfile
 import threading
 import time
+import zlib
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import lru_cache
@@ -166,7 +167,20 @@ def _oracles_dir() -> Any:
 
 
 def _read_lines(data: bytes) -> list[dict]:
-    return [json.loads(line) for line in gzip.decompress(data).decode("utf-8").splitlines() if line.strip()]
+    """The records of an oracle file: gzip members, one or more records each; a last member still being
+    written (a recording appending now) is left out."""
+    parts = []
+    while data:
+        d = zlib.decompressobj(wbits=31)
+        try:
+            chunk = d.decompress(data)
+        except zlib.error:
+            break
+        if not d.eof:
+            break
+        parts.append(chunk)
+        data = d.unused_data
+    return [json.loads(line) for line in b"".join(parts).decode("utf-8").splitlines() if line.strip()]
 
 
 @lru_cache(maxsize=256)

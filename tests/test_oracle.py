@@ -418,3 +418,15 @@ def test_frog_gym_tasks_shows_each_tasks_oracle(capsys):
     assert main(["tasks", "--repo", "inflection", "--json"]) == 0
     rows = {json.loads(x)["instance_id"]: json.loads(x) for x in capsys.readouterr().out.splitlines()}
     assert rows[COVERED]["oracle"]["calls"] >= 1 and rows[COVERED]["oracle"]["covered"] >= 1
+
+
+def test_an_oracle_file_being_appended_reads_up_to_its_last_whole_record(tmp_path):
+    a = {"instance_id": "r__a-1", "repo": "r", "calls": []}
+    b = {"instance_id": "r__b-1", "repo": "r", "calls": []}
+    oracle.append_record(tmp_path, a)
+    oracle.append_record(tmp_path, b)
+    data = (tmp_path / "r.jsonl.gz").read_bytes()
+    assert [r["instance_id"] for r in oracle._read_lines(data)] == ["r__a-1", "r__b-1"]
+    assert [r["instance_id"] for r in oracle._read_lines(data[:-5])] == ["r__a-1"]  # b half written
+    oracle.compact(tmp_path)
+    assert [r["instance_id"] for r in oracle._read_lines((tmp_path / "r.jsonl.gz").read_bytes())] == ["r__a-1", "r__b-1"]
