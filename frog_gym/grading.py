@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from frog_gym import paths
+from frog_gym import oracle, paths
 from frog_gym.errors import SourceError
 from frog_gym.integrity import GRADING_VERSION, Canaries, grading_code_digest, out_of_scope, scan, verify
 from frog_gym.sandbox.base import Limits
@@ -84,10 +84,15 @@ class GradeReport:
     tampering: list[str] = field(default_factory=list)
     log_path: str = ""
     """The raw test log of this grade (see :func:`write_test_log`), under ``$FROG_GYM_HOME/grades``."""
+    oracle: dict[str, Any] | None = None
+    """The behavioural oracle's verdict (:class:`frog_gym.oracle.OracleVerdict`: ``calls``, ``matched``,
+    ``passed``, ``mismatch``); None where the task has none."""
 
     @property
     def is_resolved(self) -> bool:
-        return self.resolved is ResolvedStatus.FULL and not self.tampering
+        """Every selected test passes, nothing was caught tampering, and the oracle (if any) agrees."""
+        return (self.resolved is ResolvedStatus.FULL and not self.tampering
+                and (self.oracle is None or bool(self.oracle.get("passed"))))
 
     def reward(self, partial_credit: bool = False) -> float:
         """1.0 when resolved, else 0.0; with ``partial_credit``, the pass rate of FAIL_TO_PASS times that of
@@ -101,7 +106,8 @@ class GradeReport:
             n = len(d["success"]) + len(d["failure"])
             return len(d["success"]) / n if n else 1.0
 
-        return rate(self.fail_to_pass) * rate(self.pass_to_pass)
+        agree = self.oracle["matched"] / self.oracle["calls"] if self.oracle and self.oracle["calls"] else 1.0
+        return rate(self.fail_to_pass) * rate(self.pass_to_pass) * agree
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -486,8 +492,10 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     kept, discarded = scope(repo, task, template, changes)
     discarded = dict(sorted({**discarded, **(unread or {})}.items()))
     tests_discarded = sorted(p for p, why in discarded.items() if why == "a test file")
+    oracle_calls = oracle.calls_of(task)
     h = hashlib.sha256(f"v{GRADING_VERSION}-{grading_code_digest()}\0{task.content_hash}\0{venv_key(repo.spec)}"
-                       f"\0{backend}\0{hashlib.sha256(task.test_patch.encode()).hexdigest()}".encode())
+                       f"\0{backend}\0{hashlib.sha256(task.test_patch.encode()).hexdigest()}"
+                       f"\0{oracle.calls_digest(oracle_calls)}".encode())
     for c in sorted(kept, key=lambda c: c.path):
         h.update(f"\0{c.path}\0".encode())
         h.update(hashlib.sha256(c.new).digest() if c.new is not None else b"<deleted>")
@@ -513,6 +521,8 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     if isinstance(hidden, str):
         return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, None, time.monotonic() - start,
                            tests_discarded, f"the hidden tests did not apply: {hidden[:300]}", discarded=discarded)
+    # The behavioural oracle replays in a sandbox of its own (the package only), alongside the test run.
+    replaying = oracle.start_check(repo, task, template, kept, oracle_calls, backend)
     kept = kept + hidden
     rng = rng or random.Random(secrets.randbits(64))
     target = test_files_of(task.FAIL_TO_PASS)[0]
@@ -526,6 +536,9 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         r = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend, canaries=canaries,
                       authenticate=True, protect=repo.spec.tests.paths, args=GRADING_PYTEST_ARGS,
                       guard=guard_for(repo, task, canaries))
+    verdict = replaying.result() if replaying is not None else None
+    if verdict is not None and not verdict.passed:
+        r.note = "; ".join(filter(None, [r.note, f"the behavioural oracle disagrees: {verdict.mismatch}"]))
     log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, r)
     if r.infra_failure:
         return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,
@@ -537,9 +550,13 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         _store(cache, report)
         return report
     resolved, f2p, p2p = judge(task, r.statuses)
+    if verdict is not None and not verdict.passed:
+        # The tests passed in a process that ran the agent's code; the oracle's replay, compared on the host,
+        # says the code does not behave as the gold fix does: not resolved (r.note says why).
+        resolved = ResolvedStatus.NO
     report = GradeReport(resolved, {t: s.value for t, s in r.statuses.items()}, f2p, p2p, r.exit_code,
                          time.monotonic() - start, tests_discarded, None, r.note, discarded=discarded,
-                         log_path=log_path)
+                         log_path=log_path, oracle=verdict.to_dict() if verdict is not None else None)
     _store(cache, report)
     return report
 

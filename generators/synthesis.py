@@ -42,7 +42,7 @@ from frog_gym.generators.fastrun import Runner
 from frog_gym.generators.hidden import hidden_tests_patch
 from frog_gym.generators.operators import enclosing_function, find_mutations
 from frog_gym.generators.restate import WRITER, compose, kept_failure
-from frog_gym.generators.validate import Validation, patches, validate
+from frog_gym.generators.validate import Validation, patches, record_oracle, validate
 from frog_gym.snapshot import PreparedRepo, prepare
 from frog_gym.spec import RepoSpec
 from frog_gym.task import Task, ids_sidecar_text
@@ -594,6 +594,7 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
                     continue
                 task = make_task(repo, cand, v, cfg, writer)
                 append_task(out, task)
+                record_oracle(task, out, repo)
                 known_ids.add(task.instance_id)
                 lines_taken.add((s.path, s.lineno))
                 per_func[(s.path, s.function)] += 1
@@ -703,6 +704,7 @@ def _combine(pool: _Pool, repo: PreparedRepo, cmap: coverage_map.CoverageMap, pa
         task = make_task(repo, cand, v, cfg, writer)
         task.provenance["parts"] = sorted(d["instance_id"] for d in picked_of[cand.iid])
         append_task(out, task)
+        record_oracle(task, out, repo)
         made += 1
         summary.combined += 1
         bar.update(1)

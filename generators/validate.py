@@ -25,6 +25,7 @@ from pathlib import Path
 from frog_gym import paths
 from frog_gym.grading import RunResult, TestStatus, run_tests, test_files_of
 from frog_gym.snapshot import PreparedRepo, baseline_path
+from frog_gym.task import Task
 from frog_gym.workspace import Change, Template, Workspace, _manifest, diff_text, write_changes
 
 
@@ -350,3 +351,19 @@ class _workspace:
     def __exit__(self, *exc: object) -> None:
         if self.scratch is not None:
             self.scratch.__exit__(*exc)
+
+
+def record_oracle(task: Task, tasks_file: Path, repo: PreparedRepo | None = None) -> dict:
+    """Record the behavioural oracle of a task just accepted (:func:`frog_gym.oracle.record_task`, on the gold
+    code, in ``repo``: default the task's registered one) into the ``oracles`` folder beside its task folder (``registry/oracles`` for the registry's own);
+    returns the record. Recording never fails a task: a task without an oracle is graded by its tests."""
+    from frog_gym.oracle import append_record, record_task, task_digest
+
+    try:
+        rec = record_task(task, repo=repo)
+    except Exception as e:  # noqa: BLE001 (`frog-gym oracle record` retries it)
+        rec = {"instance_id": task.instance_id, "repo": task.repo, "digest": task_digest(task), "calls": [],
+               "covered": 0, "recorded": 0,
+               "stable": 0, "infra": True, "why": f"recording failed: {type(e).__name__}: {e}"[:400]}
+    append_record(tasks_file.parent.parent / "oracles", rec)
+    return rec

@@ -12,6 +12,7 @@ COMMANDS: dict[str, str] = {
     "import": "frog_gym.commands.import_",
     "leaderboard": "frog_gym.commands.leaderboard",
     "mine": "frog_gym.commands.mine",
+    "oracle": "frog_gym.commands.oracle",
     "predictions": "frog_gym.commands.predictions",
     "serve": "frog_gym.commands.serve",
     "suites": "frog_gym.commands.suites",

@@ -103,13 +103,22 @@ def run(args: argparse.Namespace) -> int:
         if table:
             print(table)
         return 0
+    from frog_gym.oracle import coverage
+
     for iid in ids:
         t = load_task(iid)
+        cov = coverage(t)
         if args.json:
             print(json.dumps({"instance_id": iid, "repo": t.repo, "statement_level": t.statement_level,
-                              "f2p": len(t.FAIL_TO_PASS), "p2p": len(t.PASS_TO_PASS), "features": t.features}))
+                              "f2p": len(t.FAIL_TO_PASS), "p2p": len(t.PASS_TO_PASS), "features": t.features,
+                              "oracle": cov}))
         else:
-            print(f"{iid:48} {t.repo:16} F2P={len(t.FAIL_TO_PASS):<4} P2P={len(t.PASS_TO_PASS):<5} {t.statement_level}")
+            label = "?" if cov is None else str(cov["calls"]) if cov["calls"] else "-"
+            print(f"{iid:48} {t.repo:16} F2P={len(t.FAIL_TO_PASS):<4} P2P={len(t.PASS_TO_PASS):<5} "
+                  f"oracle={label:<4} {t.statement_level}")
+    if not args.json:
+        print("oracle=N: the grade replays N recorded calls; -: no oracle (`--json` says why); ?: not recorded "
+              "(frog-gym oracle record)", file=sys.stderr)
     return 0
 
 

@@ -244,6 +244,13 @@ def test_generate_end_to_end_is_seeded_and_resumable(fixture_repo, tmp_path):
         assert {"family", "n_sites", "files_touched", "fail_to_pass", "statement_level", "function_lines",
                 "test_files", "direct_import"} <= set(t["features"])
         assert all(s["lineno"] != untested for s in t["provenance"]["sites"])  # only covered lines mutate
+    # each accepted task's behavioural oracle was recorded beside the task folder (frog_gym.oracle)
+    from frog_gym.oracle import _read_lines
+
+    oracles = {r["instance_id"]: r for r in _read_lines((tmp_path / "oracles" / "calcfixture.jsonl.gz").read_bytes())}
+    assert {t["instance_id"] for t in tasks} <= set(oracles), oracles.keys()
+    assert not [r["why"] for r in oracles.values() if r.get("infra")]
+    assert any(r["calls"] for r in oracles.values()), [r.get("why") for r in oracles.values()]
     combos = [t for t in tasks if t["features"]["n_sites"] > 1]
     for c in combos:
         parts = [t for t in tasks if t["instance_id"] in c["provenance"]["parts"]]
