@@ -29,6 +29,7 @@ SMALLEST: dict[str, list[str]] = {
                     "--dtype", "float32"],
     "grpo_toy.py": ["--updates", "2", "--out", "{tmp}/grpo_toy.png"],
     "harness.py": ["--tasks", "2", "--rounds", "1"],
+    "oracle_cost.py": ["--tasks", "1", "--n", "1"],
     "one_edit_undo.py": ["--per-family", "1", "--repos", "inflection", "--json", "{tmp}/undo.json"],
     "registry_build.py": ["--repos", "frogtoy", "--root", "{tmp}"],
     "reset_latency.py": ["--n", "1", "--no-grade"],
