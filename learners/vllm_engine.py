@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from frog_gym.agents.hf import ContextFull, HFPolicy, Trajectory
+from frog_gym.agents.hf import HFPolicy, Trajectory, rooms_left
 
 
 def require_vllm() -> Any:
@@ -103,10 +103,7 @@ class VLLMPolicy:
         """
         if not trajectories:
             return []
-        rooms = [self.room(t) for t in trajectories]
-        if min(rooms) < 1:
-            raise ContextFull(f"a trajectory has {max(len(t) for t in trajectories)} tokens; the context "
-                              f"limit is {self.max_context}")
+        rooms = rooms_left(self, trajectories)
         s = self.sampling
         params = [self._vllm.SamplingParams(
             n=1, temperature=s.temperature, top_p=s.top_p, top_k=-1, min_p=0.0, repetition_penalty=1.0,

@@ -198,6 +198,19 @@ class ContextFull(Exception):
     """A trajectory has no room left for another reply; the episode is cut by the token budget."""
 
 
+def rooms_left(policy: Any, trajectories: Sequence[Trajectory]) -> list[int]:
+    """The tokens each trajectory may still take in ``policy``'s context.
+
+    Raises:
+        ContextFull: one has no room for a reply (nothing is sampled for any of them then).
+    """
+    rooms = [policy.room(t) for t in trajectories]
+    if min(rooms) < 1:
+        raise ContextFull(f"a trajectory has {max(len(t) for t in trajectories)} tokens; the context "
+                          f"limit is {policy.max_context}")
+    return rooms
+
+
 class HFPolicy:
     """A causal LM and its tokenizer, writing replies for many trajectories at once.
 
@@ -300,10 +313,7 @@ class HFPolicy:
 
         if not trajectories:
             return []
-        rooms = [self.room(t) for t in trajectories]
-        if min(rooms) < 1:
-            raise ContextFull(f"a trajectory has {max(len(t) for t in trajectories)} tokens; the context "
-                              f"limit is {self.max_context}")
+        rooms = rooms_left(self, trajectories)
         pad, eos = self.tokenizer.pad_token_id, self.tokenizer.eos_token_id
         width = max(len(t) for t in trajectories)
         ids = torch.full((len(trajectories), width), pad, dtype=torch.long)

@@ -95,15 +95,21 @@ def main(out: Path) -> None:
         stdout, stderr = bench.communicate(timeout=600)
         summary["bench"] = {"rc": bench.returncode, "stdout": stdout, "stderr": stderr[-4000:]}
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-        (out / "summary.json").write_text(json.dumps(summary, indent=1))
-        subprocess.run(["rm", "-rf", str(temp)])
+        tear_down(procs, out, summary, temp)
+
+
+def tear_down(procs: list, out: Path, summary: dict, temp: Path) -> None:
+    """Stop the Ray processes a scenario started (newest first, each session's whole group), write its summary
+    and remove its temp folder."""
+    for p in reversed(procs):
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    subprocess.run(["rm", "-rf", str(temp)])
 
 
 if __name__ == "__main__":

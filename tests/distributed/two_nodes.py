@@ -11,16 +11,14 @@ Writes ``summary.json`` into OUT. Usage: two_nodes.py OUT
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from cluster_scenario import alive_nodes, listening, wait_for
+from cluster_scenario import alive_nodes, listening, tear_down, wait_for
 
 TOY = [f"frogtoy__handwritten-000{i}" for i in range(1, 5)]
 
@@ -68,15 +66,7 @@ def main(out: Path) -> None:
                                capture_output=True, text=True, timeout=600)
         summary["bench"] = {"rc": bench.returncode, "stdout": bench.stdout, "stderr": bench.stderr[-4000:]}
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-        (out / "summary.json").write_text(json.dumps(summary, indent=1))
-        subprocess.run(["rm", "-rf", str(temp)])
+        tear_down(procs, out, summary, temp)
 
 
 if __name__ == "__main__":
