@@ -12,8 +12,12 @@ mkdir "$work/repo"
 python3 -m venv "$work/venv"
 export VIRTUAL_ENV="$work/venv" PATH="$work/venv/bin:$PATH" FROG_GYM_HOME="$work/home"
 cd "$work/repo"
+git init -q && git add -A && git -c user.name=ci -c user.email=ci@localhost commit -qm "the checkout as CI got it"
 echo "ci: README command 1: $cmd"
 start=$(date +%s)
 rc=0; timeout "${FIRST_RUN_TIMEOUT:-600}" bash -c "$cmd" || rc=$?
 echo "ci: README command 1 exited $rc after $(( $(date +%s) - start )) s (load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores)"
+# It may write its run folder and the leaderboard it is documented to write; it may delete or touch nothing else.
+others="$(git status --porcelain | grep -v -E '^\?\? runs/|^ M leaderboard/(README\.md|index\.html|plots/)|^\?\? leaderboard/(results|plots)/' || true)"
+if [ -n "$others" ]; then echo "ci: README command 1 changed files it does not document:"; echo "$others"; rc=1; fi
 exit "$rc"
