@@ -550,9 +550,10 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         _store(cache, report)
         return report
     resolved, f2p, p2p = judge(task, r.statuses)
-    if verdict is not None and not verdict.passed:
+    if verdict is not None and not verdict.passed and resolved is ResolvedStatus.FULL:
         # The tests passed in a process that ran the agent's code; the oracle's replay, compared on the host,
-        # says the code does not behave as the gold fix does: not resolved (r.note says why).
+        # says the code does not behave as the gold fix does: not resolved (r.note says why). A partial fix stays
+        # partial (the oracle is expected to disagree with it; it is not resolved either way).
         resolved = ResolvedStatus.NO
     report = GradeReport(resolved, {t: s.value for t, s in r.statuses.items()}, f2p, p2p, r.exit_code,
                          time.monotonic() - start, tests_discarded, None, r.note, discarded=discarded,
