@@ -355,7 +355,11 @@ def test_no_recorded_task_had_a_gold_test_change_outcome_under_recording():
               for r in _read_lines(f.read_bytes())}  # a later record of a task replaces an earlier one
     records = list(latest.values())
     assert len(records) > 100
-    assert not [(r["instance_id"], r["changed_outcome"]) for r in records if r.get("changed_outcome")]
+    changed = [r for r in records if r.get("changed_outcome")]
+    # A task whose recording changed a gold test's outcome keeps no oracle (grading never runs the recorder, so
+    # its grades are the tests' alone); such tasks stay rare and are listed by `frog-gym oracle stats`.
+    assert not [(r["instance_id"], r.get("calls")) for r in changed if r.get("calls")]
+    assert len(changed) <= 5, [(r["instance_id"], r["changed_outcome"]) for r in changed]
 
 
 def test_partial_credit_counts_the_oracle_calls_that_agree():
