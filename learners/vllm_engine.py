@@ -121,7 +121,8 @@ class VLLMPolicy:
     def sync_weights(self, model: Any) -> None:
         """Copy the trained model's weights into vLLM's copy, and drop vLLM's now stale prefix cache."""
         if hasattr(model, "peft_config"):
-            raise NotImplementedError("rollout_engine='vllm' copies full weights only; set lora_rank=0.")
+            raise ValueError("rollout_engine='vllm' copies full weights into vLLM, not a LoRA adapter: set "
+                             "lora_rank=0, or rollout_engine='hf' to train a LoRA adapter (GRPOConfig refuses both).")
         target = _engine_model(self.llm)
         target.load_weights((name, p.detach()) for name, p in model.state_dict().items())
         if hasattr(self.llm, "reset_prefix_cache"):
