@@ -163,6 +163,9 @@ class PoolConfig:
     """Memory Ray reserves for each actor (0: none reserved); see ``docs/scaling.md`` for measured needs."""
     resources: dict[str, float] = field(default_factory=dict)
     """Custom Ray resources each actor needs, e.g. ``{"frog_sandbox": 1}``."""
+    env_vars: dict[str, str] = field(default_factory=dict)
+    """Environment variables set in every actor's worker process (Ray's ``runtime_env``), e.g.
+    ``{"DOCKER_HOST": "unix:///run/docker.sock"}`` where the nodes' Docker engine listens somewhere else."""
     max_starting: int = 4
     """Actors building their env (preparing repository venvs) at the same time."""
     max_retries: int = 3
@@ -324,6 +327,8 @@ class RayEnvPool:
             opts["memory"] = self.config.memory_mb_per_env * 2**20
         if self.config.resources:
             opts["resources"] = dict(self.config.resources)
+        if self.config.env_vars:
+            opts["runtime_env"] = {"env_vars": {str(k): str(v) for k, v in self.config.env_vars.items()}}
         self._cls = ray.remote(EnvActor).options(**opts)
         self._died = _died_errors(ray)
         self._lock = threading.Lock()

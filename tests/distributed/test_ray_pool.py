@@ -126,12 +126,13 @@ def test_an_actor_that_finds_no_room_is_reported_with_the_resources(local_ray):
         pool.close()
 
 
-@pytest.mark.skipif(os.path.exists("/var/run/docker.sock"), reason="needs a machine where Docker does not answer")
-def test_a_sandbox_that_cannot_start_is_an_infrastructure_failure_not_scored(local_ray):
+def test_a_sandbox_that_cannot_start_is_an_infrastructure_failure_not_scored(local_ray, tmp_path):
     from frog_gym.distributed import PoolConfig, RayEnvPool
 
-    spec = HarnessSpec.for_suite(TOY[0]).replace(backend="docker")  # the actors find no Docker engine
-    pool = RayEnvPool(PoolConfig(workers=1, spares=0), repos=["frogtoy"])
+    spec = HarnessSpec.for_suite(TOY[0]).replace(backend="docker")
+    # The actors look for their Docker engine where none listens (CI starts one for the docker tests).
+    nowhere = {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+    pool = RayEnvPool(PoolConfig(workers=1, spares=0, env_vars=nowhere), repos=["frogtoy"])
     try:
         (out,) = pool.run_episodes(spec, "oracle", {}, "oracle", [(TOY[0], 0)])
     finally:
