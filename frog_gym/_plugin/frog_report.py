@@ -471,6 +471,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     the selection (``$FROG_SELECT``), for its canaries."""
     import _hashlib
     import _json
+    import _operator
     import _thread
     import _signal
     import functools
@@ -488,10 +489,14 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     dict_items, mro_of, dict_of = dict.items, type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
     getset_type, member_type = type(type.__dict__["__dict__"]), type(type(sys).__dict__["__dict__"])
     module_type = type(sys)
-    trusted_namespaces = frozenset(id(type(sys).__dict__["__dict__"].__get__(m)) for m in list(sys.modules.values())
+    # An object's identity without an audit event (``id()`` raises ``builtins.id``, and every event runs both audit
+    # hooks): ``object.__hash__`` is its address, rotated, so unique among live objects, whatever its class says.
+    ident = object.__hash__
+    trusted_namespaces = frozenset(ident(type(sys).__dict__["__dict__"].__get__(m)) for m in list(sys.modules.values())
                                    if type(m) is module_type)
     str_type, int_type, float_type, bool_type, int_add, issubclass_ = str, int, float, bool, int.__add__, issubclass
     set_, compile_, code_type = set, compile, types.CodeType
+    all_, map_, is_ = all, map, _operator.is_
     # the code of every function pytest and pluggy held before any code under test ran (nested code included):
     # the seal's own, told apart by object
     sealed_code, todo = set(), []
@@ -504,10 +509,14 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 todo.append(v.__code__)
     while todo:
         c = todo.pop()
-        if id(c) not in sealed_code:
-            sealed_code.add(id(c))
+        if ident(c) not in sealed_code:
+            sealed_code.add(ident(c))
             todo.extend(k for k in c.co_consts if type(k) is types.CodeType)
     sealed_code = frozenset(sealed_code)  # ids of code objects held alive by the modules sealed, not the package's
+    # each sealed namespace with its names and their objects apart, for a comparison by identity in C (a get of each
+    # name, then ``is``, no Python frame per name): only a namespace where one differs is read name by name
+    sealed = [(where, d, items, d.get, tuple_(k for k, _ in items), tuple_(v for _, v in items))
+              for where, d, items in sealed]
 
     # Code under test must never run inside the vault: its frames would lead to the vault's own (and to the
     # key). So nothing here reads an object through Python-level dispatch it may have changed (a class's
@@ -555,11 +564,11 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
 
     def lookup(obj, k):
         t = type_(obj)
-        hit = k["known"].get(id_(t))
+        hit = k["known"].get(ident(t))
         if hit is not None and hit[0] is t:
             return hit
         if any_(issubclass_(t, b) for b in k["bases"]):
-            hit = k["known"][id_(t)] = (t, *reader(t))
+            hit = k["known"][ident(t)] = (t, *reader(t))
             return hit
         return None
 
@@ -611,8 +620,8 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     wrap_session = sys.modules["_pytest.main"].wrap_session.__code__
     codes = {event: f.__code__ for event, f in ours.items()}
     hooks_of = {f.__name__: f for f in ours.values()}
-    functions = frozenset_(id(f) for f in ours.values())
-    id_, hot_hooks = id, _HOT_HOOKS
+    functions = frozenset_(ident(f) for f in ours.values())
+    hot_hooks = _HOT_HOOKS
     me = sys.modules[__name__]
     root = os.getcwd()
     code_roots = tuple_(os.path.join(root, str_(c).strip("/")) for c in (guard or {}).get("code", ()))
@@ -625,6 +634,12 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     collect_errors = []
     flagged = list_(flags)
     cleared = {}  # id -> code object of the frames already found not to be the package's (on pytest's stacks)
+    # Frames whose way down to pytest's session genuine() has walked, clean, during the current test (held, so that
+    # their ids are never another's; dropped at each test's start). A frame found here is still running (genuine
+    # reached it from the event's own), so every frame below it is the one walked then: a running function's
+    # callers are fixed. Not a generator's or coroutine's frame: whoever resumes one next is below it then.
+    walked_clean = {}
+    resumable = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
     arity = {"configure": 1, "start": 1, "call": 1, "made": 2, "record": 1, "end": 1, "collect_error": 1, "finish": 3}
     module_dict = type(sys).__dict__["__dict__"].__get__
 
@@ -640,7 +655,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
         tests), or compiled from a string (``<string>``) in a namespace that no module loaded before the vault
         owns (a dataclass's generated methods live in their module's namespace, pytest's among them)."""
         if name.startswith("<"):
-            return id_(namespace) not in trusted_namespaces
+            return ident(namespace) not in trusted_namespaces
         return under(name, code_roots) and not under(name, test_roots)
 
     def made(value, depth=0):
@@ -661,15 +676,18 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 break
         t = type_(value)
         if t is FunctionType:
+            # a function's verdict follows from its code and its globals alone (each judged by object): kept per
+            # function, and judged again when its __code__ is another object
             code = value.__code__
-            if package_code(code.co_filename, value.__globals__):
-                return True
-            if id_(code) in sealed_code:
-                return False
+            hit = judged.get(ident(value))
+            if hit is not None and hit[0] is value and hit[1] is code:
+                return hit[2]
             name = code.co_filename
-            if name.startswith("<") or under(name, (root,)):
-                return False
-            return not library_function(value, code)  # a file's name is only a claim: its source must agree
+            verdict = package_code(name, value.__globals__) or not (
+                ident(code) in sealed_code or name.startswith("<") or under(name, (root,))
+                or library_function(value, code))  # a file's name is only a claim: its source must agree
+            judged[ident(value)] = (value, code, verdict)
+            return verdict
         if depth < 2:
             cls = value if issubclass_(t, type_) else t
             for base in mro_of(cls):
@@ -680,6 +698,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                         return True
         return False
 
+    judged = {}  # id -> (function, its code, verdict) of the functions made() has judged (held: ids stay theirs)
     library_code = {}  # a file outside the repository -> what its source compiles to: {(name, line, bytecode)}
     checked = {}  # id -> (code, verdict) of the functions library_function has judged
 
@@ -702,7 +721,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
         """Whether ``fn``, whose code names a file outside the repository, is that file's own: defined in the
         namespace of the module loaded from it, with code its source compiles to. Code compiled from a string
         under a library's file name (to pass for that library's) is neither."""
-        hit = checked.get(id_(code))
+        hit = checked.get(ident(code))
         if hit is not None and hit[0] is code:
             return hit[1]
         name, namespace, verdict = code.co_filename, fn.__globals__, False
@@ -716,14 +735,15 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                     verdict = bool(owner) and type_(owner[0]) is str_type and owner[0] == name and \
                         (code.co_name, code.co_firstlineno, code.co_code) in compiled(name)
                     break
-        checked[id_(code)] = (code, verdict)
+        checked[ident(code)] = (code, verdict)
         return verdict
 
     def broken_seal(entries, hooks):
         """The first sealed attribute that code the package made has replaced, or the first hook (of ``hooks``,
         None: all) with an implementation the package made or without this plugin's own; else None."""
-        for where, d, items in entries:
-            get = d.get
+        for where, d, items, get, names, objects in entries:
+            if all_(map_(is_, map_(get, names), objects)):
+                continue
             for k, v in items:
                 now = get(k)
                 if now is not v and made(now):
@@ -760,18 +780,26 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
         f = getframe(4)  # 0: this function, 1: body, 2: the vault's generator, 3: its audit hook, 4: the raiser
         if f is None or f.f_code is not codes.get(event):
             return False
-        f = f.f_back
+        f, walked = f.f_back, []
         while f is not None:
+            if walked_clean.get(ident(f)) is f:  # this frame's whole way down was walked before, and is unchanged
+                break
             code = f.f_code
             if code is wrap_session:
-                return True
-            if cleared.get(id_(code)) is not code:  # held here, so that its id is never another's
+                break
+            if cleared.get(ident(code)) is not code:  # held here, so that its id is never another's
                 if package_code(code.co_filename, f.f_globals):
                     return False
                 if not code.co_filename.startswith("<"):  # a file's code is judged by its file alone
-                    cleared[id_(code)] = code
+                    cleared[ident(code)] = code
+            if not code.co_flags & resumable:
+                walked.append(f)
             f = f.f_back
-        return False
+        else:
+            return False
+        for f in walked:
+            walked_clean[ident(f)] = f
+        return True
 
     def outcome_of(report):
         """A report's outcome as this plugin records it (``xfail``/``xpass`` for an expected failure), or None."""
@@ -891,6 +919,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                     return
                 state["current"] = nodeid
                 phases[nodeid] = {}
+                walked_clean.clear()
             elif event == "call":
                 item = args[0]
                 nodeid = field(item, "_nodeid", node_kind, str_type)
@@ -990,11 +1019,11 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     signals = tuple_(sorted(s for s in _signal.valid_signals() if s not in (_signal.SIGKILL, _signal.SIGSTOP)))
 
     # (the C module's functions: the signal module's wrappers convert to enums, fifty times slower)
-    def entry(event, args, _send=gen.send, _gen=gen, _prefix="frog.vault.", _functions=functions, _id=id,
+    def entry(event, args, _send=gen.send, _gen=gen, _prefix="frog.vault.", _functions=functions,
               _getsignal=_signal.getsignal, _set=_signal.signal, _raise=_signal.raise_signal, _signals=signals,
               _dfl=_signal.SIG_DFL, _ign=_signal.SIG_IGN, _int=_signal.default_int_handler, _deferred=deferred,
               _pending=pending, _isenabled=gc.isenabled, _disable=gc.disable, _enable=gc.enable,
-              _ident=get_ident, _main=main_thread, _RuntimeError=RuntimeError):
+              _ident=get_ident, _main=main_thread, _RuntimeError=RuntimeError, _id=ident):
         refused = None
         if not event.startswith(_prefix):
             if event == "object.__getattr__" and args and args[0] is _gen:
