@@ -139,6 +139,20 @@ _NOT_FOR_IT = {"read": "the tests it is graded by are not for it to read",
                "start": "code under test may not start a process at grading, nor reach the guard"}
 
 
+def _package_dir(name):
+    """The folder (with a final ``/``) of the package ``name`` that ``import`` would take now, found without
+    importing it ("\0" where there is none): a process a test starts has not imported pytest, and importing it
+    there would cost each such process a tenth of a second for nothing."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return os.path.dirname(module.__file__) + "/"
+    for entry in sys.path:
+        folder = os.path.join(entry or os.getcwd(), name)
+        if os.path.isfile(os.path.join(folder, "__init__.py")):
+            return folder + "/"
+    return "\0"
+
+
 def _install_guard(config):
     import inspect
     import pty
@@ -177,12 +191,7 @@ def _install_guard(config):
     # the standard library's fork-then-exec helpers: the exec happens in the child, where a refusal is not
     # recorded, so the fork is refused when they make it (a plain os.fork stays allowed: the child keeps the hook)
     spawners = frozenset((os._spawnvef.__code__, pty.spawn.__code__))
-    try:
-        import _pytest
-
-        pytest_dir = os.path.dirname(_pytest.__file__) + "/"
-    except ImportError:  # pragma: no cover (the plugin only loads inside pytest)
-        pytest_dir = "\0"
+    pytest_dir = _package_dir("_pytest")
     getframe, fsdecode, basename, hits, audit = sys._getframe, os.fsdecode, os.path.basename, _guard_hits, sys.audit
 
     def plugin_file(fn):
@@ -1152,6 +1161,8 @@ def _exc_type_of(report):
 
 
 try:
+    if "_pytest" not in sys.modules:  # a process a test started, guarded (sitecustomize.py): no pytest run here
+        raise ImportError("pytest is not running in this process")
     import pytest as _pytest
 
     @_pytest.hookimpl(tryfirst=True)
@@ -1195,7 +1206,7 @@ try:
         _pass = 0
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         return True
-except ImportError:  # pragma: no cover (the plugin only loads inside pytest)
+except ImportError:  # a guarded process a test started (the plugin itself only loads inside pytest)
     pass
 
 
