@@ -100,9 +100,10 @@ raise SystemExit(code)
 class Task:
     """One task's trees and command lines (see the module docstring)."""
 
-    def __init__(self, tid: str, work: Path) -> None:
+    def __init__(self, tid: str, work: Path, first: int | None = None) -> None:
         self.tid = tid
         self.task = t = load_task(tid)
+        self.ids = t.selected_tests[:first]  # all of them by default
         self.repo = repo = prepare(task_spec(t))
         self.template = template_for(repo, t.bug_patch, tid, hidden_tests="" if is_live(tid) else t.test_patch)
         tests = patch_files(t.test_patch)
@@ -125,12 +126,12 @@ class Task:
         self.plugin = str(resources.files("frog_gym").joinpath("_plugin"))
         self.env = {**os.environ, **repo.spec.install.env, "PYTHONDONTWRITEBYTECODE": "1",
                     "PYTHONPATH": ":".join(str(self.tree.path / p) for p in repo.spec.install.import_paths)}
-        self.files = test_files_of(t.selected_tests)
+        self.files = test_files_of(self.ids)
         if self.canaries.file not in self.files:
             self.files.append(self.canaries.file)
 
     def bare(self) -> tuple[str, float | None]:
-        cmd = [str(self.repo.python), "-m", "pytest", *self.repo.spec.pytest_args, "-q", *self.task.selected_tests]
+        cmd = [str(self.repo.python), "-m", "pytest", *self.repo.spec.pytest_args, "-q", *self.ids]
         out = subprocess.run(cmd, cwd=self.tree.path, env=self.env, capture_output=True, text=True).stdout
         m = _REPORTED.findall(out)
         assert m, out[-800:]
@@ -143,7 +144,7 @@ class Task:
             f.unlink()
         env = {**self.env, "PYTHONPATH": f"{self.plugin}:{self.env['PYTHONPATH']}",
                "FROG_REPORT": str(self.io / "report.json")}
-        selection = grading_selection(self.task.selected_tests, self.canaries, self.guard if side != "select" else None)
+        selection = grading_selection(self.ids, self.canaries, self.guard if side != "select" else None)
         key_fd, key = -1, None
         if side == "graded":
             key = secrets.token_hex(32).encode()
@@ -164,9 +165,9 @@ class Task:
         finally:
             if key_fd >= 0:
                 os.close(key_fd)
-        r = read_report(self.io / "report.json", self.task.selected_tests, p.returncode, p.stdout, key=key,
+        r = read_report(self.io / "report.json", self.ids, p.returncode, p.stdout, key=key,
                         canaries=self.canaries if side == "graded" else None)
-        assert len(r.statuses) == len(self.task.selected_tests) and not r.tampering and not r.infra_failure, (
+        assert len(r.statuses) == len(self.ids) and not r.tampering and not r.infra_failure, (
             self.tid, side, r.tampering, r.note, p.stdout[-800:])
 
     def warm(self) -> None:
@@ -176,18 +177,19 @@ class Task:
         assert not isinstance(hidden, str)
         canaries = Canaries.make(self.canaries.file, __import__("random").Random(), set(self.canaries.ids()))
         with server.lock:
-            r = server.run(self.template, self.changes + hidden, self.task.selected_tests, canaries, 900,
+            r = server.run(self.template, self.changes + hidden, self.ids, canaries, 900,
                            guard_for(self.repo, self.task, canaries))
         assert all(s.ok for s in r.statuses.values()) and not r.tampering, (self.tid, r.note)
 
     def grade(self) -> None:
+        """The whole grade (every selected test, whatever ``--first`` says)."""
         r = grade(self.repo, self.task, self.template, self.changes, self.scratch, use_cache=False)
         assert r.is_resolved, (self.tid, r.note)
 
 
 def profile(t: Task, work: Path) -> None:
     """The counting run and the cProfile run of the graded side (see the module docstring)."""
-    n = len(t.task.selected_tests)
+    n = len(t.ids)
     for side in ("select", "guard", "graded"):
         out = str(work / f"counts-{side}.json")
         t.plugin_run(side, _DRIVER, "count", out)
@@ -218,6 +220,8 @@ def main() -> None:
     ap.add_argument("--task", action="append", help=f"task id (repeatable); default: {', '.join(TASKS)}")
     ap.add_argument("--n", type=int, default=3, help="rounds per task (each round: every side once, rotated)")
     ap.add_argument("--sides", default=",".join(SIDES), help="comma-separated, from " + ",".join(SIDES))
+    ap.add_argument("--first", type=int, default=None,
+                    help="run only the first K selected tests (the grade side still runs all): fixed costs apart")
     ap.add_argument("--no-profile", action="store_true", help="skip the counting and cProfile runs")
     a = ap.parse_args()
     sides = tuple(s for s in a.sides.split(",") if s)
@@ -228,8 +232,8 @@ def main() -> None:
     for tid in a.task or TASKS:
         with tempfile.TemporaryDirectory(dir=paths.home() / "work", prefix="grading-profile-") as d:
             work = Path(d)
-            t = Task(tid, work)
-            print(f"## {tid}: {len(t.task.selected_tests)} selected tests in {len(t.files)} files")
+            t = Task(tid, work, a.first)
+            print(f"## {tid}: {len(t.ids)} selected tests in {len(t.files)} files")
             if "warm" in sides or "grade" in sides:
                 t.grade()  # starts the warm server (untimed)
             got: dict[str, list[tuple[float, float]]] = {s: [] for s in sides}

@@ -685,17 +685,19 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 break
         t = type_(value)
         if t is FunctionType:
-            # a function's verdict follows from its code and its globals alone (each judged by object): kept per
-            # function, and judged again when its __code__ is another object
-            code = value.__code__
+            # A function's verdict follows from its code and its globals (read-only) alone, so it is kept, unless its
+            # __code__ has been set since the vault opened: the audit event of that (entry() marks the function in
+            # ``recoded``) comes before the new code is in place, so a function not marked still has the code it
+            # was judged by, and one marked is judged afresh at every check (reading __code__ raises an event).
             hit = judged.get(ident(value))
-            if hit is not None and hit[0] is value and hit[1] is code:
-                return hit[2]
+            if hit is not None and hit[0] is value and recoded.get(ident(value)) is not value:
+                return hit[1]
+            code = value.__code__
             name = code.co_filename
             verdict = package_code(name, value.__globals__) or not (
                 ident(code) in sealed_code or name.startswith("<") or under(name, (root,))
                 or library_function(value, code))  # a file's name is only a claim: its source must agree
-            judged[ident(value)] = (value, code, verdict)
+            judged[ident(value)] = (value, verdict)
             return verdict
         if depth < 2:
             cls = value if issubclass_(t, type_) else t
@@ -707,7 +709,8 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                         return True
         return False
 
-    judged = {}  # id -> (function, its code, verdict) of the functions made() has judged (held: ids stay theirs)
+    judged = {}  # id -> (function, verdict) of the functions made() has judged (held, so that ids stay theirs)
+    recoded = {}  # id -> function whose __code__ was set since the vault opened (entry() fills it)
     library_code = {}  # a file outside the repository -> what its source compiles to: {(name, line, bytecode)}
     checked = {}  # id -> (code, verdict) of the functions library_function has judged
 
@@ -1032,13 +1035,19 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
               _getsignal=_signal.getsignal, _set=_signal.signal, _raise=_signal.raise_signal, _signals=signals,
               _dfl=_signal.SIG_DFL, _ign=_signal.SIG_IGN, _int=_signal.default_int_handler, _deferred=deferred,
               _pending=pending, _isenabled=gc.isenabled, _disable=gc.disable, _enable=gc.enable,
-              _ident=get_ident, _main=main_thread, _RuntimeError=RuntimeError, _id=ident):
+              _ident=get_ident, _main=main_thread, _RuntimeError=RuntimeError, _id=ident, _recoded=recoded,
+              _len=len_, _type=type_, _str=str_type):
         refused = None
         if not event.startswith(_prefix):
             if event == "object.__getattr__" and args and args[0] is _gen:
                 refused = event, args = "frog.vault.flag", ("code under test looked into the report vault",)
-            elif event != "object.__setattr__" or not args or _id(args[0]) not in _functions:
+            elif event != "object.__setattr__" or not args:
                 return
+            else:
+                if _len(args) > 1 and _type(args[1]) is _str and args[1] == "__code__":
+                    _recoded[_id(args[0])] = args[0]  # (before the new code is in place: see made())
+                if _id(args[0]) not in _functions:
+                    return
         swapped = []
         if _ident() == _main:
             for s in _signals:
