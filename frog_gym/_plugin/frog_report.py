@@ -485,6 +485,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     import _signal
     import functools
     import gc
+    import itertools
     import types
 
     audit, getframe, get_ident, main_thread = sys.audit, sys._getframe, _thread.get_ident, _thread.get_ident()
@@ -505,7 +506,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                                    if type(m) is module_type)
     str_type, int_type, float_type, bool_type, int_add, issubclass_ = str, int, float, bool, int.__add__, issubclass
     set_, compile_, code_type = set, compile, types.CodeType
-    all_, map_, is_ = all, map, _operator.is_
+    all_, map_, is_, repeat_, dict_values = all, map, _operator.is_, itertools.repeat, dict.values
     # the code of every function pytest and pluggy held before any code under test ran (nested code included):
     # the seal's own, told apart by object
     sealed_code, todo = set(), []
@@ -544,9 +545,13 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 elif type_(d) is member_type:
                     slots[name] = d.__get__
 
-        def items(obj):
+        def raw(obj):
             d = inst_dict(obj, cls) if inst_dict is not None else None
-            return [(k, v) for k, v in dict_items(d) if type_(k) is str_type] if type_(d) is dict_ else []
+            return d if type_(d) is dict_ else None
+
+        def items(obj):
+            d = raw(obj)
+            return [(k, v) for k, v in dict_items(d) if type_(k) is str_type] if d is not None else []
 
         def read(obj, name):
             get = slots.get(name)
@@ -564,7 +569,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 if type_(k) is str_type and k == name:
                     return v
             return None
-        return read, items
+        return read, items, raw, slots
 
     def kind(*bases):
         """The objects of these classes (pytest's or pluggy's, as loaded before any code under test) and of their
@@ -604,7 +609,13 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
         if hit is None:
             return None
         v = hit[1](obj, name)
-        return v if not want or any_(type_(v) is w for w in want) else None
+        if not want:
+            return v
+        t = type_(v)
+        for w in want:
+            if t is w:
+                return v
+        return None
 
     def instance_items(obj, k):
         """The (exact str name, value) pairs of the instance dictionary of an object of ``k``'s classes (a hook
@@ -667,12 +678,8 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
             return ident(namespace) not in trusted_namespaces
         return under(name, code_roots) and not under(name, test_roots)
 
-    def made(value, depth=0):
-        """Whether ``value`` is code the package made: a function (unwrapped from methods, partials, properties)
-        compiled from the package's source (not its tests) or from no file at all (``compile``/``exec`` of a
-        string), or a class, or an instance of a class, with such a function in its MRO's dictionaries. A test
-        tool's replacement (freezegun's clock, a mock) comes from a library's file and is pytest's business.
-        Exact types only, so that nothing of the package runs here."""
+    def unwrapped(value):
+        """The function under a method, static or class method, partial or property (their links are read-only)."""
         for _ in range(8):
             t = type_(value)
             if t is staticmethod_ or t is classmethod_ or t is MethodType:
@@ -683,6 +690,15 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 value = value.fget
             else:
                 break
+        return value
+
+    def made(value, depth=0):
+        """Whether ``value`` is code the package made: a function (unwrapped from methods, partials, properties)
+        compiled from the package's source (not its tests) or from no file at all (``compile``/``exec`` of a
+        string), or a class, or an instance of a class, with such a function in its MRO's dictionaries. A test
+        tool's replacement (freezegun's clock, a mock) comes from a library's file and is pytest's business.
+        Exact types only, so that nothing of the package runs here."""
+        value = unwrapped(value)
         t = type_(value)
         if t is FunctionType:
             # A function's verdict follows from its code and its globals (read-only) alone, so it is kept, unless its
@@ -762,12 +778,15 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                     return f"replaced {where}.{k}"
         for name, caller, impl, function in state["ours"]:
             impls = field(caller, "_hookimpls", caller_kind, list_)
-            if field(impl, "function", impl_kind) is not function or not any_(i is impl for i in impls or ()):
+            if field(impl, "function", impl_kind) is not function or not any_(map_(is_, impls or (), repeat_(impl))):
                 return f"replaced the report plugin's {name}"
         if state["pm"] is not None:
             relay = field(state["pm"], "hook", pm_kind)
             if lookup(relay, relay_kind) is None:
                 return "replaced pytest's hook relay"
+            if hooks is hot_hooks and hooks_as_before(relay):
+                return None
+            seen = []
             for name, caller in instance_items(relay, relay_kind):
                 if hooks is not None and name not in hooks:
                     continue
@@ -777,7 +796,54 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 for impl in impls:
                     if made(field(impl, "function", impl_kind)):
                         return f"registered a pytest plugin of its own ({name})"
+                seen.append((caller, impls))
+            if hooks is hot_hooks:
+                remember_hooks(relay, seen)
         return None
+
+    # The hot hooks as the last check found them clean: the relay, its instance dictionary's names and values, and
+    # for each hot hook its caller, the list of implementations, each implementation's class and function. A check
+    # that finds all of these the same objects (compared in C), and no function's __code__ set since (``recoded``
+    # empty), would judge the same functions with the same verdicts (made() keeps them), so it stops there. Only
+    # where every implementation is pluggy's own class, its function read from its slot, and a plain function
+    # (or a method or partial of one: made() keeps no verdict for other callables, whose class may change).
+    hot_before = []
+    hookimpl_class = pluggy_globals.get("HookImpl")
+    impl_function = reader(hookimpl_class)[3].get("function") if type_(hookimpl_class) is type_ else None
+
+    def remember_hooks(relay, seen):
+        hot_before.clear()
+        d = lookup(relay, relay_kind)[3](relay)
+        if impl_function is None or d is None or recoded:
+            return
+        callers = []
+        for caller, impls in seen:
+            impls_now = tuple_(impls)
+            if not all_(map_(is_, map_(type_, impls_now), repeat_(hookimpl_class))):
+                return
+            functions = tuple_(map_(impl_function, impls_now, repeat_(hookimpl_class)))
+            if not all_(map_(is_, map_(type_, map_(unwrapped, functions)), repeat_(FunctionType))):
+                return
+            callers.append((caller, type_(caller), impls, impls_now, functions))
+        hot_before.append((relay, tuple_(d), tuple_(dict_values(d)), callers))
+
+    def hooks_as_before(relay):
+        if not hot_before or recoded:
+            return False
+        before, names, values, callers = hot_before[0]
+        d = lookup(relay, relay_kind)[3](relay) if relay is before else None
+        if d is None or len_(d) != len_(names) or not all_(map_(is_, tuple_(d), names)) or \
+                not all_(map_(is_, tuple_(dict_values(d)), values)):
+            return False
+        for caller, caller_type, impls, impls_then, functions in callers:
+            if type_(caller) is not caller_type or field(caller, "_hookimpls", caller_kind, list_) is not impls:
+                return False
+            impls_now = tuple_(impls)
+            if len_(impls_now) != len_(impls_then) or not all_(map_(is_, impls_now, impls_then)) or \
+                    not all_(map_(is_, map_(type_, impls_now), repeat_(hookimpl_class))) or \
+                    not all_(map_(is_, map_(impl_function, impls_now, repeat_(hookimpl_class)), functions)):
+                return False
+        return True
 
     def check(what, entries=sealed, hooks=None):
         broken = broken_seal(entries, hooks)
