@@ -905,12 +905,11 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                         continue
                     qual = qual_of(code) if qual_of is not None else f"{cq}.{code.co_name}"  # 3.10: no co_qualname
                     qual = qual if type_(qual) is str_type else ""
-                    # generated: for a class the file defines there. Else a function the file defines there, under
-                    # a special method's name (attrs' factories make __ge__ in _make_order and put it on any class)
-                    # or bound to this slot in this class's own body
+                    # generated: for a class the file defines there. Else a function the file defines, under a
+                    # special method's name (attrs' factories make __ge__ in _make_order and put it on any class),
+                    # in a slot this class's own body binds there (a decorator's wrapper of a method included)
                     fine = cq is not None and cq in own[0] if generated else qual in own[0] and (
-                        code.co_name in slots or cq is not None and f"{cq}.{name}" in own[1]
-                        and qual.startswith(cq + "."))
+                        code.co_name in slots or cq is not None and f"{cq}.{name}" in own[1])
                     if not fine:
                         out.append(f"code under test gave {cq or 'a class'} a {name} that {rel} does not define "
                                    f"there ({qual or 'no name'}): a value that compares as it likes")
