@@ -115,7 +115,7 @@ class Task:
         assert not isinstance(hidden, str), hidden
         names = {i.rsplit("::", 1)[-1] for i in t.selected_tests}
         self.canaries = Canaries.make(test_files_of(t.FAIL_TO_PASS)[0], __import__("random").Random(0), names)
-        self.guard = guard_for(repo, t, self.canaries)
+        self.guard = guard_for(repo, t, self.canaries, self.template, self.changes)
         self.tree = Workspace(work / "tree")
         self.tree.sync(self.template)
         write_changes(self.tree.path, self.changes + hidden)
@@ -178,7 +178,7 @@ class Task:
         canaries = Canaries.make(self.canaries.file, __import__("random").Random(), set(self.canaries.ids()))
         with server.lock:
             r = server.run(self.template, self.changes + hidden, self.ids, canaries, 900,
-                           guard_for(self.repo, self.task, canaries))
+                           guard_for(self.repo, self.task, canaries, self.template, self.changes))
         assert all(s.ok for s in r.statuses.values()) and not r.tampering, (self.tid, r.note)
 
     def grade(self) -> None:

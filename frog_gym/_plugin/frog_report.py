@@ -955,16 +955,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
 
     def function_of(value):
         """The plain function under a method, partial or property ``value``, or None."""
-        for _ in range(8):
-            t = type_(value)
-            if t is staticmethod_ or t is classmethod_ or t is MethodType:
-                value = value.__func__
-            elif t is partial:
-                value = value.func
-            elif t is property_:
-                value = value.fget
-            else:
-                break
+        value = unwrapped(value)
         return value if type_(value) is FunctionType else None
 
     def lying_values():
@@ -976,17 +967,23 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
         if not changed:
             return []
         files = {}
-        for name, m in list_(dict_items(modules)):
-            if type_(name) is str_type and type_(m) is module_type:
-                for k, v in dict_items(module_dict(m)):
-                    if type_(k) is str_type and k == "__file__":
-                        files[name] = v if type_(v) is str_type else None
+
+        def file_of(module):  # a module's __file__ (str), looked up only for a generated method of changed code
+            if not files:
+                for name, m in list_(dict_items(modules)):
+                    if type_(name) is str_type and type_(m) is module_type:
+                        for k, v in dict_items(module_dict(m)):
+                            if type_(k) is str_type and k == "__file__":
+                                files[name] = v if type_(v) is str_type else None
+                files[None] = None
+            return files.get(module)
+
         prefix, out, seen, todo = root + "/", [], set_(), [object]
         while todo:
             for cls in subclasses_of(todo.pop()):
-                if id_(cls) in seen:
+                if ident(cls) in seen:
                     continue
-                seen.add(id_(cls))
+                seen.add(ident(cls))
                 todo.append(cls)
                 hits = [(k, f) for k, v in dict_of(cls).items() if type_(k) is str_type and k in slots
                         and type_(v) not in c_kinds for f in (function_of(v),) if f is not None or made(v)]
@@ -1005,7 +1002,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                     generated = where.startswith("<")
                     if generated:  # a dataclass's or attrs' method: its class's module's
                         mod = [v for k, v in dict_of(cls).items() if type_(k) is str_type and k == "__module__"]
-                        where = files.get(mod[0]) if mod and type_(mod[0]) is str_type else None
+                        where = file_of(mod[0]) if mod and type_(mod[0]) is str_type else None
                         if where is None:
                             out.append(f"code under test gave {cq or 'a class'} a {name} compiled from a string")
                             continue
