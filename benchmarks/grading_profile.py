@@ -8,6 +8,9 @@ in turn, the order rotated each round, each a fresh process of the repository's 
   no guard, no key: what the plugin's deselection costs or saves;
 - ``guard``: the same with the guard (the audit hook that refuses reads of the test files, process starts);
 - ``graded``: a graded run as a grade's child runs it (key FIFO: guard, seal and vault), unsandboxed, cold;
+- ``base`` (with ``--baseline-plugin DIR``): ``graded`` with another checkout's report plugin (the plugin imports
+  nothing of frog_gym, so ``git worktree add /tmp/base main`` and ``DIR=/tmp/base/frog_gym/_plugin``): before and
+  after, paired;
 - ``warm``: the test run of a warm grade (:meth:`GradingServer.run`: sync, sandboxed fork server, report read);
 - ``grade``: the whole warm grade (:func:`frog_gym.grading.grade`), the behavioural oracle included.
 
@@ -20,6 +23,7 @@ per selected test, by name) and one under ``cProfile`` (the plugin's functions' 
 the whole run's): per-test costs of the guard's hook, the vault's entry and body, the seal and test checks.
 
     python benchmarks/grading_profile.py [--task ID ...] [--n 3] [--sides bare,select,guard,graded,warm,grade]
+                                         [--first K] [--baseline-plugin DIR --sides bare,graded,base] [--no-profile]
 
 The load average is printed at the start and the end.
 """
@@ -54,7 +58,7 @@ from frog_gym.workspace import Change, Workspace, append_file, template_for, wri
 
 TASKS = ("marshmallow__combo2-9e9ce6ca", "tomlkit__combo2-74b3a849", "pyflakes__combo2-cd9d9021",
          "inflection__handwritten-0005")
-SIDES = ("bare", "select", "guard", "graded", "warm", "grade")
+SIDES = ("bare", "select", "guard", "graded", "base", "warm", "grade")
 _REPORTED = re.compile(r" in (\d+(?:\.\d+)?)s")
 
 # Runs pytest as ``python -m pytest`` would, with a counting audit hook or cProfile started first (both before
@@ -100,7 +104,7 @@ raise SystemExit(code)
 class Task:
     """One task's trees and command lines (see the module docstring)."""
 
-    def __init__(self, tid: str, work: Path, first: int | None = None) -> None:
+    def __init__(self, tid: str, work: Path, first: int | None = None, baseline: str = "") -> None:
         self.tid = tid
         self.task = t = load_task(tid)
         self.ids = t.selected_tests[:first]  # all of them by default
@@ -124,6 +128,7 @@ class Task:
         self.io.mkdir()
         self.scratch = Workspace(work / "scratch")
         self.plugin = str(resources.files("frog_gym").joinpath("_plugin"))
+        self.baseline = baseline
         self.env = {**os.environ, **repo.spec.install.env, "PYTHONDONTWRITEBYTECODE": "1",
                     "PYTHONPATH": ":".join(str(self.tree.path / p) for p in repo.spec.install.import_paths)}
         self.files = test_files_of(self.ids)
@@ -142,11 +147,12 @@ class Task:
         nothing flagged (a test may fail here that passes in a sandbox: unsandboxed, it runs as this user)."""
         for f in self.io.iterdir():
             f.unlink()
-        env = {**self.env, "PYTHONPATH": f"{self.plugin}:{self.env['PYTHONPATH']}",
+        plugin = self.baseline if side == "base" else self.plugin
+        env = {**self.env, "PYTHONPATH": f"{plugin}:{self.env['PYTHONPATH']}",
                "FROG_REPORT": str(self.io / "report.json")}
         selection = grading_selection(self.ids, self.canaries, self.guard if side != "select" else None)
         key_fd, key = -1, None
-        if side == "graded":
+        if side in ("graded", "base"):
             key = secrets.token_hex(32).encode()
             key_fd = key_fifo(self.io, selection, self.guard, key)
             env.update(FROG_KEY_FIFO=str(self.io / "key"), FROG_SELECT=str(self.io / "select.json"))
@@ -166,7 +172,7 @@ class Task:
             if key_fd >= 0:
                 os.close(key_fd)
         r = read_report(self.io / "report.json", self.ids, p.returncode, p.stdout, key=key,
-                        canaries=self.canaries if side == "graded" else None)
+                        canaries=self.canaries if side in ("graded", "base") else None)
         assert len(r.statuses) == len(self.ids) and not r.tampering and not r.infra_failure, (
             self.tid, side, r.tampering, r.note, p.stdout[-800:])
 
@@ -219,20 +225,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--task", action="append", help=f"task id (repeatable); default: {', '.join(TASKS)}")
     ap.add_argument("--n", type=int, default=3, help="rounds per task (each round: every side once, rotated)")
-    ap.add_argument("--sides", default=",".join(SIDES), help="comma-separated, from " + ",".join(SIDES))
+    ap.add_argument("--sides", default=",".join(s for s in SIDES if s != "base"),
+                    help="comma-separated, from " + ",".join(SIDES))
     ap.add_argument("--first", type=int, default=None,
                     help="run only the first K selected tests (the grade side still runs all): fixed costs apart")
+    ap.add_argument("--baseline-plugin", default="", metavar="DIR",
+                    help="the side 'base': 'graded' with the report plugin of another checkout (its frog_gym/_plugin)")
     ap.add_argument("--no-profile", action="store_true", help="skip the counting and cProfile runs")
     a = ap.parse_args()
     sides = tuple(s for s in a.sides.split(",") if s)
     assert "bare" in sides and set(sides) <= set(SIDES), sides
+    assert ("base" in sides) == bool(a.baseline_plugin), "the side 'base' needs --baseline-plugin, and only it"
     meter = CpuMeter()
     print(f"load average at start: {os.getloadavg()}; CPU time: {meter.kind}\n")
     summary: dict[str, list[float]] = {s: [] for s in sides}
     for tid in a.task or TASKS:
         with tempfile.TemporaryDirectory(dir=paths.home() / "work", prefix="grading-profile-") as d:
             work = Path(d)
-            t = Task(tid, work, a.first)
+            t = Task(tid, work, a.first, a.baseline_plugin)
             print(f"## {tid}: {len(t.ids)} selected tests in {len(t.files)} files")
             if "warm" in sides or "grade" in sides:
                 t.grade()  # starts the warm server (untimed)
@@ -244,7 +254,7 @@ def main() -> None:
                     w0, c0 = time.perf_counter(), meter.read()
                     if side == "bare":
                         reported.append(t.bare()[1])
-                    elif side in ("select", "guard", "graded"):
+                    elif side in ("select", "guard", "graded", "base"):
                         t.plugin_run(side)
                     else:
                         getattr(t, side)()

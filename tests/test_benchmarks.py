@@ -25,6 +25,7 @@ SMALLEST: dict[str, list[str]] = {
                           "--rounds", "1"],
     "generation.py": ["--repo", "inflection", "--n", "1"],
     "grading_integrity.py": ["--task", "inflection__handwritten-0001", "--n", "1"],
+    "grading_profile.py": ["--task", "inflection__handwritten-0001", "--n", "1", "--first", "5"],
     "grpo_gpu.py": ["--tiny", "--batch", "2", "--prompt-tokens", "8", "--new-tokens", "2", "--micro-batch", "1",
                     "--dtype", "float32"],
     "grpo_toy.py": ["--updates", "2", "--out", "{tmp}/grpo_toy.png"],

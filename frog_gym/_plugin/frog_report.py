@@ -195,16 +195,25 @@ def _install_guard(config):
     spawners = frozenset((os._spawnvef.__code__, pty.spawn.__code__))
     pytest_dir = _package_dir("_pytest")
     getframe, fsdecode, basename, hits, audit = sys._getframe, os.fsdecode, os.path.basename, _guard_hits, sys.audit
+    # Everything the hook reads is bound here, never looked up in this module's globals when it runs: the module is
+    # one sys.modules lookup away, and a package that rebinds its event list, a builtin or ``os`` would switch the
+    # guard off (the lookups are faster too).
+    dirname, PathLike = os.path.dirname, os.PathLike
+    guarded, introspection, memory, inherited, not_for_it = _GUARDED_EVENTS, _INTROSPECTION, _MEMORY, _INHERITED, \
+        _NOT_FOR_IT
+    isinstance_, str_, bytes_, list_, tuple_, any_, len_, range_ = isinstance, str, bytes, list, tuple, any, len, range
+    PermissionError_, RuntimeError_, OSError_, ValueError_, TypeError_ = (PermissionError, RuntimeError, OSError,
+                                                                          ValueError, TypeError)
 
     def plugin_file(fn):
         """A pytest plugin's own module outside the repository (pytest-timeout's stack dump at a timeout runs on
         top of the test's frames, the package's included)."""
         name = basename(fn)
         return not fn.startswith(root) and (name.startswith("pytest_") or
-                                            basename(os.path.dirname(fn)).startswith("pytest_"))
+                                            basename(dirname(fn)).startswith("pytest_"))
 
     def under(rel, roots):
-        return any(r in ("", ".") or rel == r or rel.startswith(r + "/") for r in roots)
+        return any_(r in ("", ".") or rel == r or rel.startswith(r + "/") for r in roots)
 
     def from_package(f, reading=False):
         """Whether the innermost frame of the repository from ``f`` outwards is the package's (not a test's),
@@ -222,7 +231,7 @@ def _install_guard(config):
             if fn.startswith(pytest_dir) or plugin_file(fn):
                 return False
             if fn.startswith(root):
-                rel = fn[len(root):]
+                rel = fn[len_(root):]
                 if rel in files or under(rel, tests):
                     return False
                 if reading and rel in own_readers:
@@ -235,36 +244,36 @@ def _install_guard(config):
         return not mediated
 
     def text(v):
-        if isinstance(v, (str, bytes, os.PathLike)):
+        if isinstance_(v, (str_, bytes_, PathLike)):
             try:
                 return fsdecode(v)
-            except (TypeError, ValueError):
+            except (TypeError_, ValueError_):
                 return ""
-        if isinstance(v, (list, tuple)):
+        if isinstance_(v, (list_, tuple_)):
             return " ".join(text(x) for x in v)
         return ""
 
     def refusal(why, kind):
-        message = f"code under test {why} ({_NOT_FOR_IT[kind]})"
+        message = f"code under test {why} ({not_for_it[kind]})"
         if message not in hits:
             hits.append(message)
         audit("frog.vault.flag", message)  # the vault's copy (a graded run's report), out of the package's reach
-        return PermissionError(message)
+        return PermissionError_(message)
 
     def caller():
         try:
             return getframe(2)
-        except ValueError:  # an event raised with no Python frame below the hook
+        except ValueError_:  # an event raised with no Python frame below the hook
             return None
 
     keeper = []
 
     def hook(event, args):
-        if event not in _GUARDED_EVENTS:
+        if event not in guarded:
             return
         kind = "start"
         if event == "import":
-            if not args or not isinstance(args[0], str) or args[0].rpartition(".")[2] != "_posixsubprocess":
+            if not args or not isinstance_(args[0], str_) or args[0].rpartition(".")[2] != "_posixsubprocess":
                 return
             # refused whoever asks: it is never imported twice unless code removed it from sys.modules, and a
             # fresh copy would hold the unwrapped call for everyone after
@@ -275,7 +284,7 @@ def _install_guard(config):
             raise refusal(f"looked into the guard's process starter ({text(args[1:2])})", kind)
         elif event in ("os.fork", "os.forkpty"):
             f = caller()
-            for _ in range(3):
+            for _ in range_(3):
                 if f is None or f.f_code in spawners:
                     break
                 f = f.f_back
@@ -291,23 +300,23 @@ def _install_guard(config):
             why = "added an audit hook (it would run inside the report vault)"
             if from_package(caller()):
                 refusal(why, "start")
-            raise RuntimeError(why)  # a RuntimeError: the hook is not added, and the caller carries on
+            raise RuntimeError_(why)  # a RuntimeError: the hook is not added, and the caller carries on
         elif event in ("os.putenv", "os.unsetenv"):
             key = text(args[0]) if args else ""
-            if key not in _INHERITED:
+            if key not in inherited:
                 return
             why = f"changed ${key} (the guard reaches the processes a test starts through it)"
-        elif event in _INTROSPECTION:
-            why = _INTROSPECTION[event]
+        elif event in introspection:
+            why = introspection[event]
         elif event in ("open", "os.symlink", "os.link"):
             what = text(args[0]) if args else ""
             last = basename(what.rstrip("/"))
-            if last in _MEMORY:
+            if last in memory:
                 # a relative name may hang off a descriptor of /proc/self: refused wherever it would resolve; so is
                 # any frame's attempt (a callback the package left would run on a test's frames)
                 try:
                     elsewhere = what.startswith("/") and stat(what).st_dev != proc_dev
-                except (OSError, ValueError):
+                except (OSError_, ValueError_):
                     elsewhere = True
                 if not elsewhere:
                     raise refusal(f"{'opened' if event == 'open' else 'linked to'} {what}", "memory")
@@ -318,7 +327,7 @@ def _install_guard(config):
                     st = stat(what)
                     if (st.st_dev, st.st_ino) not in inodes:
                         return
-                except (OSError, ValueError):
+                except (OSError_, ValueError_):
                     pass
             # a relative name counts whatever it resolves to from here: a directory descriptor may be its base
             why, kind = (f"opened {what}" if event == "open" else f"linked to {what}"), "read"
