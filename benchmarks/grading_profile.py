@@ -139,7 +139,7 @@ class Task:
         cmd = [str(self.repo.python), "-m", "pytest", *self.repo.spec.pytest_args, "-q", *self.ids]
         out = subprocess.run(cmd, cwd=self.tree.path, env=self.env, capture_output=True, text=True).stdout
         m = _REPORTED.findall(out)
-        assert m, out[-800:]
+        assert m and "no tests ran" not in out, f"bare pytest ran nothing (ids naming /testbed?): {out[-800:]}"
         return out, float(m[-1])
 
     def plugin_run(self, side: str, driver: str | None = None, mode: str = "", out: str = "") -> None:  # noqa: C901

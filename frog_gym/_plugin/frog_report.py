@@ -994,6 +994,11 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                     continue
                 seen.add(ident(cls))
                 todo.append(cls)
+                # most classes hold none of the slots: their names, taken at once and all exact str, are compared
+                # with the slots in C (no hash of the package's runs); any other class is read name by name
+                names = tuple_(dict_of(cls))
+                if all_(map_(is_, map_(type_, names), repeat_(str_type))) and slots.isdisjoint(names):
+                    continue
                 hits = [(k, f) for k, v in dict_of(cls).items() if type_(k) is str_type and k in slots
                         and type_(v) not in c_kinds for f in (function_of(v),) if f is not None or made(v)]
                 if not hits:
