@@ -880,12 +880,12 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
         if broken is not None and not any_(m.startswith(f"code under test {broken} ") for m in flagged):
             flag(f"code under test {broken} (seen {what})")
 
-    def genuine(event):
+    def genuine(event, raiser):
         """Whether this event comes from the hook function it belongs to, called by pytest: on the main thread,
         inside the session, no frame of the package's or of code compiled from a string on the way."""
         if get_ident() != main_thread:
             return False
-        f = getframe(4)  # 0: this function, 1: body, 2: the vault's generator, 3: its audit hook, 4: the raiser
+        f = raiser  # the frame below the vault's audit hook (run() hands it over: no second sys._getframe event)
         if f is None or f.f_code is not codes.get(event):
             return False
         f, walked = f.f_back, []
@@ -1060,7 +1060,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 return "its definition"
         return None
 
-    def body(event, args):
+    def body(event, args, raiser):
         if not event.startswith("frog.vault."):
             if event == "object.__setattr__":  # __code__, __defaults__ of one of this plugin's functions
                 flag(f"code under test rewrote the report plugin's {args[0].__name__}.{args[1]}")
@@ -1077,7 +1077,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
             return
         try:
             # a "made" event only ever adds a suspicion (below): it needs no walk of the stack
-            if len_(args) != arity.get(event, -1) or event != "made" and not genuine(event):
+            if len_(args) != arity.get(event, -1) or event != "made" and not genuine(event, raiser):
                 flag(f"code under test handed the report plugin's {event} event something pytest did not")
                 check(f"at the {event} event pytest did not raise")  # and name what it replaced, if it did
                 return
@@ -1191,7 +1191,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                 flag("code under test called into the report vault directly")
                 continue
             try:
-                body(event, args)
+                body(event, args, f.f_back)
             except BaseException_ as e:  # noqa: BLE001 (raised again by entry, without this frame)
                 error = type_(e).__name__
 
