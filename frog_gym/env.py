@@ -330,19 +330,6 @@ class FrogSWEEnv(gym.Env[str, Any]):
             return "\n".join(self._transcript)
         return None
 
-    def interrupt(self) -> None:
-        """Kill what the running ``bash`` command started, from another thread, so that its step returns
-        now (with the output so far and the exit status of the killed command); a no-op between steps.
-
-        For a server whose client went away mid-step (``frog-gym serve``). The local sandbox only: its
-        kill sends signals and touches none of the shell's pipes, so it is safe while ``run()`` reads them;
-        under another backend the step runs to its command timeout."""
-        from frog_gym.sandbox.local import LocalSandbox
-
-        sandbox = self._sandbox
-        if isinstance(sandbox, LocalSandbox):
-            sandbox._kill_children()
-
     def close(self) -> None:
         if self._sandbox is not None:
             self._sandbox.close()
