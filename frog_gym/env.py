@@ -113,10 +113,10 @@ def _forget_pool_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
-async def in_thread(fn: Callable[..., _T], *args: Any) -> _T:
-    """``fn(*args)`` on the async API's shared threads. Cancelled while it runs, it lets it finish (host work
-    on a workspace is never left half done) before the cancellation propagates."""
-    job = _host_pool().submit(fn, *args)
+async def in_thread(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """``fn(*args, **kwargs)`` on the async API's shared threads. Cancelled while it runs, it lets it finish
+    (host work on a workspace is never left half done) before the cancellation propagates."""
+    job = _host_pool().submit(fn, *args, **kwargs)
     try:
         return await asyncio.wrap_future(job)
     except asyncio.CancelledError:
