@@ -13,6 +13,11 @@ cannot run) is never a reward: the episode ends at the next step with reward ``N
 metadata too, and the first step ends the episode). SkyRL has no masked reward: a trainer must drop such
 episodes, and a ``None`` reward fails loudly rather than training on a 0 the agent did not earn.
 
+skyrl_gym (0.4) defines only sync methods, and SkyRL's generator calls ``init`` and ``step`` on its env
+executor's threads (``max_env_workers``). :meth:`FrogSWESkyRLEnv.ainit`, :meth:`~FrogSWESkyRLEnv.astep` and
+:meth:`~FrogSWESkyRLEnv.aclose` return exactly what those return, on the caller's event loop with no thread
+per call (the env's async API, :mod:`frog_gym.env`), for a generator that awaits its envs.
+
 Example:
     >>> import skyrl_gym                                                  # doctest: +SKIP
     >>> register()                                                        # doctest: +SKIP
@@ -25,7 +30,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from typing import Any
 
 from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
@@ -59,7 +64,8 @@ class FrogSWESkyRLEnv(BaseTextEnv):
         extras = dict(extras or {})
         self.task_id: str | None = extras.get("task_id")
         self.max_turns = int(extras.get("max_turns", 30))
-        self.env = gym.make(config.pop("env_id", "FrogSWE-v0"), **config)
+        # The env itself, not gymnasium's wrappers: its own step budget ends an episode (graded), sync or async.
+        self.env = gym.make(config.pop("env_id", "FrogSWE-v0"), **config).unwrapped
         self.result: dict[str, Any] = {}
         self.infra_failure: str | None = None
         """Why the episode's sandbox could not start (set by :meth:`init`), else None."""
@@ -70,24 +76,61 @@ class FrogSWESkyRLEnv(BaseTextEnv):
         try:
             text, info = self.env.reset(options={"task_id": self.task_id} if self.task_id else None)
         except (SandboxError, SandboxUnavailableError) as e:
-            self.infra_failure = str(e)
-            return ([*prompt, {"role": "user", "content": f"Infrastructure failure (not scored): {e}"}],
-                    {"task_id": self.task_id, "infra_failure": self.infra_failure})
+            return self._not_started(prompt, e)
+        return self._started(prompt, text, info)
+
+    async def ainit(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        """:meth:`init`, awaited (the env's ``areset``)."""
+        self.turns, self.result, self.infra_failure = 0, {}, None
+        try:
+            text, info = await self.env.areset(options={"task_id": self.task_id} if self.task_id else None)
+        except (SandboxError, SandboxUnavailableError) as e:
+            return self._not_started(prompt, e)
+        return self._started(prompt, text, info)
+
+    def _not_started(self, prompt: list[dict[str, str]], e: Exception) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        self.infra_failure = str(e)
+        return ([*prompt, {"role": "user", "content": f"Infrastructure failure (not scored): {e}"}],
+                {"task_id": self.task_id, "infra_failure": self.infra_failure})
+
+    def _started(self, prompt: list[dict[str, str]], text: str,
+                 info: dict[str, Any]) -> tuple[list[dict[str, str]], dict[str, Any]]:
         self.task_id = info["task_id"]
         return [*prompt, {"role": "user", "content": text}], {"task_id": info["task_id"], "repo": info["repo"]}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         """Run the model's text as one tool call; a finished episode carries the graded reward (``None``
         for an infrastructure failure)."""
+        op = self._step_g(action)
+        result: Any = None
+        while True:
+            try:
+                result = self.env.step(op.send(result))
+            except StopIteration as stop:
+                return stop.value
+
+    async def astep(self, action: str) -> BaseTextEnvStepOutput:
+        """:meth:`step`, awaited (the env's ``astep``)."""
+        op = self._step_g(action)
+        result: Any = None
+        while True:
+            try:
+                result = await self.env.astep(op.send(result))
+            except StopIteration as stop:
+                return stop.value
+
+    def _step_g(self, action: str) -> Generator[Any, Any, BaseTextEnvStepOutput]:
+        """The step, written once for :meth:`step` and :meth:`astep`: it yields each env action and gets the
+        env's step result back."""
         self.turns += 1
         if self.infra_failure is not None:
             self.result = {"resolved": False, "infra_failure": self.infra_failure, "submitted": False,
                            "turns": self.turns}
             return BaseTextEnvStepOutput(observations=[], reward=None, done=True,
                                          metadata={"task_id": self.task_id, **self.result})
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        obs, reward, terminated, truncated, info = yield action
         if not (terminated or truncated) and self.turns >= self.max_turns:
-            obs, reward, terminated, truncated, info = self.env.step({"tool": "submit"})
+            obs, reward, terminated, truncated, info = yield {"tool": "submit"}
         done = bool(terminated or truncated)
         metadata = {"task_id": self.task_id, "steps": info.get("steps"), "action_ok": info.get("action_ok")}
         if done:
@@ -104,6 +147,9 @@ class FrogSWESkyRLEnv(BaseTextEnv):
 
     def close(self) -> None:
         self.env.close()
+
+    async def aclose(self) -> None:
+        await self.env.aclose()
 
 
 def register(env_id: str = ENV_ID) -> str:
