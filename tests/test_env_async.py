@@ -121,11 +121,11 @@ async def episode(i, barrier):
         await env.areset(seed=i, options={"task_id": "frogtoy__handwritten-0001"})
         await env.astep({"tool": "bash", "command": "true"})  # every shell started before the timed part
         await barrier.wait()
-        t = time.monotonic()
+        start = time.monotonic()
         obs = (await env.astep({"tool": "bash", "command": f"sleep 2; echo episode-{i}"}))[0]
-        took = time.monotonic() - t
-        end = await env.astep({"tool": "submit"})
-        return obs, took, end[4]["report"]["resolved"]
+        end = time.monotonic()
+        graded = await env.astep({"tool": "submit"})
+        return obs, start, end, graded[4]["report"]["resolved"]
     finally:
         await env.aclose()
 
@@ -155,10 +155,11 @@ def test_sixteen_episodes_in_flight_on_one_event_loop_with_a_bounded_thread_coun
     out = subprocess.run([sys.executable, "-c", SIXTEEN], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    for i, (obs, took, resolved) in enumerate(got["results"]):
+    for i, (obs, _, _, resolved) in enumerate(got["results"]):
         assert f"episode-{i}" in obs and "[exit code 0]" in obs and resolved == "RESOLVED_NO"
-    # Sixteen 2 s commands overlapped: each took about 2 s, not 16 x 2 s queued behind one another.
-    assert max(took for _, took, _ in got["results"]) < 12, got["results"]
+    # Sixteen 2 s commands overlapped: all of them ran within a few seconds, not 16 x 2 s one after another.
+    took = max(r[2] for r in got["results"]) - min(r[1] for r in got["results"])
+    assert took < 8, took
     # Threads: the two shared pools (2 + 2 here) and what the process had, however many episodes run.
     assert got["peak"] - got["before"] <= 4, got
 
