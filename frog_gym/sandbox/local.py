@@ -127,14 +127,20 @@ async def adrive(op: Waits[_T]) -> _T:
             return stop.value
         if isinstance(w, Wait):
             woken = loop.create_future()
+
+            def wake(woken: asyncio.Future[None] = woken) -> None:
+                if not woken.done():
+                    woken.set_result(None)
+
             for fd in w.fds:
-                loop.add_reader(fd, lambda: woken.done() or woken.set_result(None))
+                loop.add_reader(fd, wake)
+            timer = loop.call_later(max(w.timeout, 0), wake)
             try:
-                await asyncio.wait([woken], timeout=max(w.timeout, 0))
+                await woken
             finally:
+                timer.cancel()
                 for fd in w.fds:
                     loop.remove_reader(fd)
-                woken.cancel()
             answer = select.select(list(w.fds), [], [], 0)[0]  # every ready one, as the blocking wait says
         elif isinstance(w, Sleep):
             await asyncio.sleep(w.seconds)
