@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cpumeter import CpuMeter  # noqa: E402
+from cpumeter import CpuMeter
 
-import frog_gym  # noqa: E402, F401
-from frog_gym.env import FrogSWEEnv  # noqa: E402
+import frog_gym  # noqa: F401
+from frog_gym.env import FrogSWEEnv
 
 TASK = "frogtoy__handwritten-0001"
 ACTIONS = [{"tool": "bash", "command": "echo $RANDOM >> notes.txt; wc -l < notes.txt"},

@@ -152,7 +152,8 @@ print(json.dumps(asyncio.run(main())))
 
 def test_sixteen_episodes_in_flight_on_one_event_loop_with_a_bounded_thread_count():
     env = {**os.environ, "FROG_GYM_ASYNC_THREADS": "2", "FROG_GYM_SANDBOX_THREADS": "2"}
-    out = subprocess.run([sys.executable, "-c", SIXTEEN], env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", SIXTEEN], env=env, capture_output=True, text=True, timeout=300,
+                         check=False)
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     for i, (obs, _, _, resolved) in enumerate(got["results"]):
