@@ -322,9 +322,10 @@ class EnvActor:
 
         return await in_thread(self.envs[key].diff)
 
-    def held(self) -> int:
-        """Envs this actor holds now."""
-        return len(self.envs)
+    def load(self) -> dict[str, int]:
+        """What this actor holds now: its envs, and its process's Python threads (bounded by the env's shared
+        pools, whatever the number of envs)."""
+        return {"envs": len(self.envs), "threads": threading.active_count()}
 
     async def close(self, key: str | None = None) -> None:
         """Close the env under ``key``; with no key, every env of the actor (the bench's too)."""
@@ -358,7 +359,7 @@ class RayEnvPool:
         self.ray, self.config, self.repos = ray, config or PoolConfig(), sorted(set(repos))
         check_capacity(ray, self.config)
         # An asyncio actor: its envs' calls run at once on its loop (room for every episode it may hold, plus
-        # where(), held() and close() beside them).
+        # where(), load() and close() beside them).
         opts: dict[str, Any] = {"num_cpus": self.config.cpus_per_env, "max_restarts": 0,
                                 "max_concurrency": self.config.episodes_per_actor + 4}
         if self.config.memory_mb_per_env:

@@ -85,7 +85,7 @@ def test_remote_env_replays_the_episode_on_a_new_actor_when_its_actor_dies(local
 def test_one_actor_holds_four_episodes_stepping_at_once(local_ray):
     """Four RemoteEnvs on one actor process (episodes_per_actor=4), stepped from one driver loop: their 2 s
     commands run at the same time, each episode keeps its own workspace, and the fixed one alone is resolved.
-    The actor's threads are its Ray threads and the env's two shared pools (2 + 2 here), not one per episode."""
+    The actor's Python threads grow by the env's two shared pools (2 + 2 here) at most, not one per episode."""
     import asyncio
 
     from frog_gym.agents.oracle import OracleAgent
@@ -95,10 +95,6 @@ def test_one_actor_holds_four_episodes_stepping_at_once(local_ray):
     pool = RayEnvPool(PoolConfig(workers=1, spares=0, cpus_per_env=0.5, episodes_per_actor=4, env_vars=small),
                       repos=["frogtoy"])
     envs = [RemoteEnv(pool, "FrogSWE-Toy-v0", max_steps=8) for _ in range(4)]
-
-    def threads(pid: int) -> int:
-        with open(f"/proc/{pid}/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
 
     async def episode(i: int, env: RemoteEnv, barrier: asyncio.Barrier):
         obs, info = await env.areset(seed=i, options={"task_id": TOY[1]})
@@ -119,13 +115,13 @@ def test_one_actor_holds_four_episodes_stepping_at_once(local_ray):
             out = await env.astep({"tool": "submit"})
         return seen, start, end, out[1], out[4]["resolved"]
 
-    async def run(pid: int):
+    async def run():
         peak = 0
 
         async def watch():
             nonlocal peak
             while True:
-                peak = max(peak, threads(pid))
+                peak = max(peak, (await envs[0].actor.load.remote())["threads"])
                 await asyncio.sleep(0.02)
 
         watcher = asyncio.ensure_future(watch())
@@ -137,10 +133,10 @@ def test_one_actor_holds_four_episodes_stepping_at_once(local_ray):
 
     try:
         assert len({e.actor for e in envs}) == 1 and pool.leased == {envs[0].actor: 4}
-        pid = local_ray.get(envs[0].actor.where.remote())["pid"]
-        assert local_ray.get(envs[0].actor.held.remote()) == 4
-        before = threads(pid)
-        results, peak = asyncio.run(run(pid))
+        load = local_ray.get(envs[0].actor.load.remote())
+        assert load["envs"] == 4
+        before = load["threads"]
+        results, peak = asyncio.run(run())
     finally:
         for e in envs:
             e.close()
@@ -151,6 +147,32 @@ def test_one_actor_holds_four_episodes_stepping_at_once(local_ray):
     took = max(r[2] for r in results) - min(r[1] for r in results)
     assert took < 6, took  # the four 2 s commands together, not one after another (8 s)
     assert peak - before <= 4, (before, peak)
+
+
+def test_both_episodes_of_a_killed_actor_are_replayed_on_one_replacement(local_ray):
+    from frog_gym.agents.oracle import OracleAgent
+    from frog_gym.distributed import PoolConfig, RayEnvPool, RemoteEnv
+
+    pool = RayEnvPool(PoolConfig(workers=1, spares=1, cpus_per_env=0.5, episodes_per_actor=2), repos=["frogtoy"])
+    envs = [RemoteEnv(pool, "FrogSWE-Toy-v0", max_steps=8) for _ in range(2)]
+    try:
+        assert envs[0].actor == envs[1].actor
+        agents, obs = [], []
+        for env in envs:
+            agent = OracleAgent()
+            o, info = env.reset(seed=0, options={"task_id": TOY[1]})
+            agent.reset(o, info)
+            agents.append(agent)
+            obs.append(env.step(agent.act(o))[0])  # the fix, in the actor's two workspaces
+        os.kill(local_ray.get(envs[0].actor.where.remote())["pid"], signal.SIGKILL)
+        for env, agent, o in zip(envs, agents, obs):
+            _, reward, terminated, _, info = env.step(agent.act(o))  # submit, replayed on the replacement
+            assert env.retries == 1 and terminated and reward == 1.0 and info["resolved"]
+        assert envs[0].actor == envs[1].actor and pool.lost == 1 and pool.leased == {envs[0].actor: 2}
+    finally:
+        for env in envs:
+            env.close()
+        pool.close()
 
 
 def test_env_actors_take_a_fraction_of_a_cpu_by_default(local_ray):
