@@ -26,7 +26,7 @@ process (``FROG_GYM_ASYNC_THREADS``, default ``min(32, CPUs + 4)``), so threads 
 One call at a time per env. Cancelling ``astep`` mid-command kills the sandbox's processes (the next
 command starts in a fresh shell at /testbed); cancelled mid-grade, the grade finishes first. The Docker
 backend's commands run on that pool too. ``gym.make`` wraps the env: call these on ``env.unwrapped`` (the
-env enforces its own step budget, the one ``TimeLimit`` would).
+env enforces its own step budget, ``max_steps`` or else the registration's, and grades when it runs out).
 
     >>> async def episode():
     ...     env = gym.make("FrogSWE-Toy-v0").unwrapped
