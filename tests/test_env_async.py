@@ -228,3 +228,27 @@ def test_a_timed_out_command_under_async_leaves_the_shell_usable():
             await env.aclose()
 
     asyncio.run(main())
+
+
+def test_episodes_work_with_descriptors_numbered_past_1024():
+    """A process running hundreds of episodes holds thousands of descriptors (about 8 per episode): waits use
+    poll, not select, whose limit is 1024. Here the env's pipes are opened past it, sync and async."""
+    import resource
+
+    import pytest
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2048 and (hard != resource.RLIM_INFINITY and hard < 2048):
+        pytest.skip(f"RLIMIT_NOFILE is {soft}/{hard}: 2048 descriptors are needed")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        actions = [{"tool": "bash", "command": "echo far"}, {"tool": "submit"}]
+        sync = _sync_episode(TOY, actions, max_steps=5)
+        asynchronous = asyncio.run(_async_episode(TOY, actions, max_steps=5))
+        assert "far\n" in sync[1][0] and "[exit code 0]" in sync[1][0]
+        assert [_outcome(r) for r in asynchronous] == [_outcome(r) for r in sync]
+    finally:
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -99,6 +99,15 @@ Waits = Generator["Wait | Sleep | Join", Any, _T]
 """A sandbox operation written once: it yields what it waits for and returns its result."""
 
 
+def readable(fds: tuple[int, ...] | list[int], timeout: float) -> list[int]:
+    """Those of ``fds`` that are readable (or at end of file) within ``timeout`` seconds. ``poll``, not
+    ``select``: a process running many sandboxes has descriptors past ``select``'s limit of 1024."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return [fd for fd, _ in poller.poll(max(timeout, 0) * 1000)]
+
+
 def drive(op: Waits[_T]) -> _T:
     """Run ``op`` to its end, blocking this thread at each wait."""
     answer: Any = None
@@ -108,7 +117,7 @@ def drive(op: Waits[_T]) -> _T:
         except StopIteration as stop:
             return stop.value
         if isinstance(w, Wait):
-            answer = select.select(list(w.fds), [], [], max(w.timeout, 0))[0]
+            answer = readable(w.fds, w.timeout)
         elif isinstance(w, Sleep):
             time.sleep(w.seconds)
             answer = None
@@ -141,7 +150,7 @@ async def adrive(op: Waits[_T]) -> _T:
                 timer.cancel()
                 for fd in w.fds:
                     loop.remove_reader(fd)
-            answer = select.select(list(w.fds), [], [], 0)[0]  # every ready one, as the blocking wait says
+            answer = readable(w.fds, 0)  # every ready one, as the blocking wait says
         elif isinstance(w, Sleep):
             await asyncio.sleep(w.seconds)
             answer = None
@@ -682,8 +691,7 @@ class LocalSandbox(ClosingOnExit):
                 over = budget.over(None)  # /tmp is a tmpfs no larger than the budget
                 if over is not None:
                     break
-            ready, _, _ = select.select([fd], [], [], min(left, 0.5))
-            if ready:
+            if readable([fd], min(left, 0.5)):
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     break
@@ -857,7 +865,7 @@ def _terminate(proc: subprocess.Popen[bytes], cgroup: SandboxCgroup | None) -> N
         except OSError:
             pass
         for fd in fds:
-            select.select([fd], [], [], 10)
+            readable([fd], 10)
             os.close(fd)
     if proc.poll() is None:
         proc.kill()
