@@ -252,3 +252,42 @@ def test_episodes_work_with_descriptors_numbered_past_1024():
         for fd in filler:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_long_command_is_written_to_the_shell_without_blocking_the_loop():
+    """bash reads its input a byte at a time: a 2 MB command takes it about two seconds to read, during which
+    the loop serves other episodes; one that it cannot read within the command timeout is a timeout."""
+
+    async def main():
+        env = FrogSWEEnv(max_steps=10, limits=Limits(command_timeout=20.0))
+        gaps: list[float] = []
+        try:
+            await env.areset(options={"task_id": TOY})
+
+            async def heartbeat():
+                last = time.monotonic()
+                while True:
+                    await asyncio.sleep(0.01)
+                    gaps.append(time.monotonic() - last)
+                    last = time.monotonic()
+
+            beat = asyncio.ensure_future(heartbeat())
+            t = time.monotonic()
+            obs = (await env.astep({"tool": "bash", "command": "echo " + "x" * 2_000_000 + " | wc -c"}))[0]
+            took = time.monotonic() - t
+            beat.cancel()
+            assert obs.startswith("2000001\n") and "[exit code 0]" in obs
+            assert took > 0.5 and max(gaps) < 0.25, (took, max(gaps))
+        finally:
+            await env.aclose()
+        env = FrogSWEEnv(max_steps=10, limits=Limits(command_timeout=0.5))
+        try:
+            await env.areset(options={"task_id": TOY})
+            obs = (await env.astep({"tool": "bash", "command": "echo " + "x" * 4_000_000 + " | wc -c"}))[0]
+            assert "timed out after 0.5 s" in obs
+            obs = (await env.astep({"tool": "bash", "command": "echo usable"}))[0]
+            assert "usable\n" in obs and "[exit code 0]" in obs
+        finally:
+            await env.aclose()
+
+    asyncio.run(main())

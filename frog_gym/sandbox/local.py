@@ -75,10 +75,12 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True)
 class Wait:
-    """Wait until one of ``fds`` is readable or ``timeout`` seconds pass; the answer is the readable ones."""
+    """Wait until one of ``fds`` is readable (with ``write``: writable) or ``timeout`` seconds pass; the answer
+    is the ready ones."""
 
     fds: tuple[int, ...]
     timeout: float
+    write: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,12 +101,13 @@ Waits = Generator["Wait | Sleep | Join", Any, _T]
 """A sandbox operation written once: it yields what it waits for and returns its result."""
 
 
-def readable(fds: tuple[int, ...] | list[int], timeout: float) -> list[int]:
-    """Those of ``fds`` that are readable (or at end of file) within ``timeout`` seconds. ``poll``, not
-    ``select``: a process running many sandboxes has descriptors past ``select``'s limit of 1024."""
+def readable(fds: tuple[int, ...] | list[int], timeout: float, write: bool = False) -> list[int]:
+    """Those of ``fds`` that are readable (or at end of file; with ``write``: writable) within ``timeout``
+    seconds. ``poll``, not ``select``: a process running many sandboxes has descriptors past ``select``'s limit
+    of 1024."""
     poller = select.poll()
     for fd in fds:
-        poller.register(fd, select.POLLIN)
+        poller.register(fd, select.POLLOUT if write else select.POLLIN)
     return [fd for fd, _ in poller.poll(max(timeout, 0) * 1000)]
 
 
@@ -117,7 +120,7 @@ def drive(op: Waits[_T]) -> _T:
         except StopIteration as stop:
             return stop.value
         if isinstance(w, Wait):
-            answer = readable(w.fds, w.timeout)
+            answer = readable(w.fds, w.timeout, w.write)
         elif isinstance(w, Sleep):
             time.sleep(w.seconds)
             answer = None
@@ -142,15 +145,15 @@ async def adrive(op: Waits[_T]) -> _T:
                     woken.set_result(None)
 
             for fd in w.fds:
-                loop.add_reader(fd, wake)
+                (loop.add_writer if w.write else loop.add_reader)(fd, wake)
             timer = loop.call_later(max(w.timeout, 0), wake)
             try:
                 await woken
             finally:
                 timer.cancel()
                 for fd in w.fds:
-                    loop.remove_reader(fd)
-            answer = readable(w.fds, 0)  # every ready one, as the blocking wait says
+                    (loop.remove_writer if w.write else loop.remove_reader)(fd)
+            answer = readable(w.fds, 0, w.write)  # every ready one, as the blocking wait says
         elif isinstance(w, Sleep):
             await asyncio.sleep(w.seconds)
             answer = None
@@ -423,11 +426,12 @@ class LocalSandbox(ClosingOnExit):
         os.set_blocking(ctl_r, False)
         assert proc.stdout is not None and proc.stdin is not None
         os.set_blocking(proc.stdout.fileno(), False)
-        try:
-            proc.stdin.write(f"set +o history; PS1=''; PS2=''; exec 2>&1; printf 'ready %s\\n' $$ >&{ctl_w}\n".encode())
-            proc.stdin.flush()
+        try:  # a few bytes into an empty pipe: this write does not wait
+            os.write(proc.stdin.fileno(),
+                     f"set +o history; PS1=''; PS2=''; exec 2>&1; printf 'ready %s\\n' $$ >&{ctl_w}\n".encode())
         except OSError:
             pass
+        os.set_blocking(proc.stdin.fileno(), False)  # commands are written by _send_g, which waits on the loop
         return proc, cgroup, ctl_r, ctl_w
 
     def _make_spare(self, hurry: threading.Event) -> tuple[subprocess.Popen[bytes], SandboxCgroup, int, int] | None:
@@ -515,13 +519,23 @@ class LocalSandbox(ClosingOnExit):
         return None
 
     # -- talking to the shell -------------------------------------------------------------------------
-    def _send(self, data: bytes) -> None:
+    def _send_g(self, data: bytes, deadline: float) -> Waits[None]:
+        """Write ``data`` to the shell, waiting (not blocking) while its pipe is full: a long command is read by
+        bash a byte at a time. Stops at ``deadline`` (the caller then finds the command timed out) or when the
+        shell is gone (the caller then finds it exited)."""
         assert self._proc is not None and self._proc.stdin is not None
-        try:
-            self._proc.stdin.write(data)
-            self._proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass
+        fd = self._proc.stdin.fileno()
+        rest = memoryview(data)
+        while rest:
+            try:
+                rest = rest[os.write(fd, rest):]
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                yield Wait((fd,), min(left, 0.5), write=True)
+            except OSError:
+                return
 
     def _drain_now(self) -> str:
         cap = _Capture(8192)
@@ -607,7 +621,7 @@ class LocalSandbox(ClosingOnExit):
                    f"printf '\\036%s\\n' $? >&{fd}\n").encode("utf-8", "surrogateescape")
         start = time.monotonic()
         self._used = True
-        self._send(wrapped)
+        yield from self._send_g(wrapped, start + timeout)
         over = None
         while True:  # the disk budget is checked while the command runs, twice a second
             line = yield from self._read_ctl_g(min(start + timeout, time.monotonic() + 0.5), cap)
