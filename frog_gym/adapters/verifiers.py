@@ -22,6 +22,9 @@ frog-gym-verifiers`` runs here as it stands, with no remote runtime and no crede
 through FrogSWE's own sandbox, so its seat needs none). Other runtimes keep the null harness's own
 behaviour.
 
+Episodes run on verifiers' event loop through the env's async API (``areset``/``astep``/``aclose``, see
+:mod:`frog_gym.env`): a step waiting on its command holds no thread, so many rollouts share one process.
+
 An infrastructure failure (a sandbox that cannot start, grading that cannot run) records no reward: the
 episode fails with verifiers' own :class:`verifiers.v1.errors.SandboxError` whose message starts with
 ``FrogSWE infrastructure failure (not scored)``, so verifiers retries it and never scores it.
