@@ -41,12 +41,13 @@ env enforces its own step budget, ``max_steps`` or else the registration's, and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -188,6 +189,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self._transcript: list[str] = []
         self.last_report: GradeReport | None = None
         self._graded_walk: dict[str, os.stat_result] | None = None
+        self._busy: str | None = None
 
     # -- Gymnasium API ------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
@@ -197,8 +199,9 @@ class FrogSWEEnv(gym.Env[str, Any]):
     async def areset(self, *, seed: int | None = None,
                      options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """:meth:`reset`, awaited; its host work (workspace sync, sandbox start) runs on the shared threads."""
-        super().reset(seed=seed)
-        return await in_thread(self._begin, self._pick(options or {}), options or {})
+        with self._one_call("areset"):
+            super().reset(seed=seed)
+            return await in_thread(self._begin, self._pick(options or {}), options or {})
 
     def _pick(self, options: dict[str, Any]) -> str:
         task_id = options.get("task_id") or self.task_id
@@ -257,6 +260,10 @@ class FrogSWEEnv(gym.Env[str, Any]):
 
     async def astep(self, action: Any) -> StepResult:
         """:meth:`step`, awaited: the same observation, reward, flags and info (see the module docstring)."""
+        with self._one_call("astep"):
+            return await self._astep(action)
+
+    async def _astep(self, action: Any) -> StepResult:
         op = self._step_g(action)
         answer: Any = None
         error: BaseException | None = None
@@ -345,6 +352,18 @@ class FrogSWEEnv(gym.Env[str, Any]):
         await in_thread(self.close)
 
     # -- helpers ------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _one_call(self, name: str) -> Iterator[None]:
+        """An env runs one async call at a time (its shell, its workspace); many envs run at once."""
+        if self._busy is not None:
+            raise FrogGymError(f"{name}() while this env's {self._busy}() is still running: await it first (one "
+                               "call at a time per env; run more episodes with more envs).")
+        self._busy = name
+        try:
+            yield
+        finally:
+            self._busy = None
+
     def _use_workspace(self, key: str) -> None:
         """Switch to the workspace kept for ``key`` (a repository venv), closing the sandbox bound to another."""
         ws = self._workspaces.get(key)

@@ -12,9 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import frog_gym  # noqa: F401
 from frog_gym.agents.oracle import OracleAgent
 from frog_gym.env import FrogSWEEnv
+from frog_gym.errors import FrogGymError
 from frog_gym.sandbox.base import Limits
 
 TOY = "frogtoy__handwritten-0001"
@@ -220,7 +223,11 @@ def test_a_timed_out_command_under_async_leaves_the_shell_usable():
             await env.areset(options={"task_id": TOY})
             await env.astep({"tool": "bash", "command": "cd /tmp && export KEPT=yes"})
             t = time.monotonic()
-            obs = (await env.astep({"tool": "bash", "command": "sleep 30 & sleep 30"}))[0]
+            running = asyncio.ensure_future(env.astep({"tool": "bash", "command": "sleep 30 & sleep 30"}))
+            await asyncio.sleep(0.2)
+            with pytest.raises(FrogGymError, match=r"astep\(\) while this env's astep\(\) is still running"):
+                await env.astep({"tool": "bash", "command": "echo two at once"})  # one call at a time per env
+            obs = (await running)[0]
             assert time.monotonic() - t < 5 and "timed out after 1 s" in obs and "shell is still usable" in obs
             obs = (await env.astep({"tool": "bash", "command": "echo $PWD $KEPT; jobs | wc -l"}))[0]
             assert "/tmp yes" in obs and "[exit code 0]" in obs
@@ -234,8 +241,6 @@ def test_episodes_work_with_descriptors_numbered_past_1024():
     """A process running hundreds of episodes holds thousands of descriptors (about 8 per episode): waits use
     poll, not select, whose limit is 1024. Here the env's pipes are opened past it, sync and async."""
     import resource
-
-    import pytest
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < 2048 and (hard != resource.RLIM_INFINITY and hard < 2048):
