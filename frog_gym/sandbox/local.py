@@ -746,11 +746,8 @@ class LocalSandbox(ClosingOnExit):
                 pids.append(int(name))
         return pids
 
-    def _kill_children(self) -> None:
-        """Kill everything in the sandbox but its init and the shell: ``setsid`` children included."""
-        drive(self._kill_children_g())
-
     def _kill_children_g(self) -> Waits[None]:
+        """Kill everything in the sandbox but its init and the shell: ``setsid`` children included."""
         for _ in range(50):
             victims = [p for p in self.sandbox_pids() if _nspid(p) not in (1, self._shell_nspid)]
             if not victims:
