@@ -142,6 +142,9 @@ class FrogSWEEnv(gym.Env[str, Any]):
         visible_tests: keep the FAIL_TO_PASS tests in the workspace (by default they are hidden, as in
             SWE-bench: the task's ``test_patch`` is applied only when grading); ``reset(options=
             {"visible_tests": ...})`` overrides it for one episode. ``info["visible_tests"]`` says which.
+
+    ``areset``, ``astep`` and ``aclose`` are the same calls awaited, for many episodes on one event loop (see
+    the module docstring): one call at a time per env.
     """
 
     metadata = {"render_modes": ["ansi", "human"]}
