@@ -118,12 +118,15 @@ N = 16
 peak = 0
 
 
-async def episode(i, barrier):
+async def begin(i):
     env = FrogSWEEnv(max_steps=10)
+    await env.areset(seed=i, options={"task_id": "frogtoy__handwritten-0001"})
+    await env.astep({"tool": "bash", "command": "true"})  # every shell started before the timed part
+    return env
+
+
+async def timed(i, env):
     try:
-        await env.areset(seed=i, options={"task_id": "frogtoy__handwritten-0001"})
-        await env.astep({"tool": "bash", "command": "true"})  # every shell started before the timed part
-        await barrier.wait()
         start = time.monotonic()
         obs = (await env.astep({"tool": "bash", "command": f"sleep 2; echo episode-{i}"}))[0]
         end = time.monotonic()
@@ -143,8 +146,8 @@ async def watch():
 async def main():
     before = threading.active_count()
     watcher = asyncio.ensure_future(watch())
-    barrier = asyncio.Barrier(N)
-    results = await asyncio.gather(*(episode(i, barrier) for i in range(N)))
+    envs = await asyncio.gather(*(begin(i) for i in range(N)))
+    results = await asyncio.gather(*(timed(i, env) for i, env in enumerate(envs)))
     watcher.cancel()
     return {"before": before, "peak": peak, "results": results}
 

@@ -292,7 +292,7 @@ def _threads(pid: int) -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
 
 
-def test_eight_sessions_step_at_once_on_the_servers_event_loop():
+def test_eight_sessions_step_at_once_on_the_servers_event_loop(together):
     """Eight WebSocket sessions each run a 2 s command at the same time: they overlap, and the server's
     thread count stays within its two shared pools (2 + 2 threads here) and OpenEnv's one session thread."""
     import asyncio
@@ -312,11 +312,11 @@ def test_eight_sessions_step_at_once_on_the_servers_event_loop():
                 peak = max(peak, _threads(proc.pid))
                 await asyncio.sleep(0.02)
 
-        async def session(i: int, barrier: asyncio.Barrier):
+        async def session(i: int, ready):
             async with GenericEnvClient(base_url=f"{base}/{TOKEN}", message_timeout_s=120) as env:
                 await env.reset(task_id=TOY)
                 await env.step({"tool": "bash", "command": "true"})
-                await barrier.wait()
+                await ready()
                 t = time.monotonic()
                 r = await env.step({"tool": "bash", "command": f"sleep 2; echo session-{i}"})
                 took = time.monotonic() - t
@@ -325,9 +325,9 @@ def test_eight_sessions_step_at_once_on_the_servers_event_loop():
 
         async def main():
             watcher = asyncio.ensure_future(watch())
-            barrier = asyncio.Barrier(n)
+            ready = together(n)
             try:
-                return await asyncio.gather(*(session(i, barrier) for i in range(n)))
+                return await asyncio.gather(*(session(i, ready) for i in range(n)))
             finally:
                 watcher.cancel()
 

@@ -96,18 +96,18 @@ def test_the_async_methods_return_what_the_sync_ones_do():
     assert "/tmp 5" in asynchronous[3]["observations"][0]["content"] and asynchronous[-1]["reward"] == 1.0
 
 
-def test_episodes_step_at_once_on_one_event_loop():
+def test_episodes_step_at_once_on_one_event_loop(together):
     import asyncio
     import time
 
     n = 6
 
-    async def episode(i: int, barrier: asyncio.Barrier) -> tuple[str, float, float]:
+    async def episode(i: int, ready) -> tuple[str, float, float]:
         env = _make(max_turns=10)
         try:
             await env.ainit([])
             await env.astep("```bash\ntrue\n```")
-            await barrier.wait()
+            await ready()
             start = time.monotonic()
             out = await env.astep(f"```bash\nsleep 2; echo episode-{i}\n```")
             return out["observations"][0]["content"], start, time.monotonic()
@@ -115,8 +115,8 @@ def test_episodes_step_at_once_on_one_event_loop():
             await env.aclose()
 
     async def run():
-        barrier = asyncio.Barrier(n)
-        return await asyncio.gather(*(episode(i, barrier) for i in range(n)))
+        ready = together(n)
+        return await asyncio.gather(*(episode(i, ready) for i in range(n)))
 
     results = asyncio.run(run())
     assert all(f"episode-{i}" in text for i, (text, _, _) in enumerate(results))

@@ -82,7 +82,7 @@ def test_remote_env_replays_the_episode_on_a_new_actor_when_its_actor_dies(local
         pool.close()
 
 
-def test_one_actor_holds_four_episodes_stepping_at_once(local_ray):
+def test_one_actor_holds_four_episodes_stepping_at_once(local_ray, together):
     """Four RemoteEnvs on one actor process (episodes_per_actor=4), stepped from one driver loop: their 2 s
     commands run at the same time, each episode keeps its own workspace, and the fixed one alone is resolved.
     The actor's Python threads grow by the env's two shared pools (2 + 2 here) at most, not one per episode."""
@@ -96,10 +96,10 @@ def test_one_actor_holds_four_episodes_stepping_at_once(local_ray):
                       repos=["frogtoy"])
     envs = [RemoteEnv(pool, "FrogSWE-Toy-v0", max_steps=8) for _ in range(4)]
 
-    async def episode(i: int, env: RemoteEnv, barrier: asyncio.Barrier):
+    async def episode(i: int, env: RemoteEnv, ready):
         obs, info = await env.areset(seed=i, options={"task_id": TOY[1]})
         await env.astep({"tool": "bash", "command": f"echo mine-{i} > note.txt"})
-        await barrier.wait()
+        await ready()
         start = time.monotonic()
         seen = (await env.astep({"tool": "bash", "command": "sleep 2; cat note.txt"}))[0]
         end = time.monotonic()
@@ -125,9 +125,9 @@ def test_one_actor_holds_four_episodes_stepping_at_once(local_ray):
                 await asyncio.sleep(0.02)
 
         watcher = asyncio.ensure_future(watch())
-        barrier = asyncio.Barrier(len(envs))
+        ready = together(len(envs))
         try:
-            return await asyncio.gather(*(episode(i, e, barrier) for i, e in enumerate(envs))), peak
+            return await asyncio.gather(*(episode(i, e, ready) for i, e in enumerate(envs))), peak
         finally:
             watcher.cancel()
 
