@@ -458,25 +458,26 @@ def guard_for(repo: PreparedRepo, task: Task, canaries: Canaries, template: Temp
               kept: list[Change] = ()) -> dict[str, Any]:
     """What the report plugin's guard protects in a graded run: the files of the graded tests, the hidden
     tests and the canaries (``files``), from the package's own code (``code``: the spec's source folders and
-    the gold patch's non-test files), telling test code (``tests``: the spec's test paths) apart.
+    the gold patch's non-test files), telling test code (``tests``: the spec's test paths) apart; the package's
+    traceback utilities (``readers``: the spec's ``tests.source_readers``) read a line for their caller.
 
     With the ``template`` and the agent's ``kept`` changes, the vault also gets what it needs to tell a value
     that equals anything (``values``): the FAIL_TO_PASS ids, at whose passing report it looks at every class
     alive, and for each Python file of the package the agent changed, what the repository's own version of it
     defines (:func:`frog_gym.integrity.defined_names`): a comparison or format method made by changed code
-    must be one that the class's own body defines there. The processes a test starts never get ``values``
+    must be code that version defines. The processes a test starts never get ``values``
     (:func:`key_fifo`)."""
     spec = repo.spec
     gold = [f for f in patch_files(task.patch) if not spec.tests.is_test_file(f)]
     files = set(test_files_of(task.selected_tests)) | set(patch_files(task.test_patch)) | {canaries.file}
     out: dict[str, Any] = {"files": sorted(files), "code": sorted({*spec.mutable, *gold}),
-                           "tests": sorted(spec.tests.paths)}
+                           "tests": sorted(spec.tests.paths), "readers": sorted(spec.tests.source_readers)}
     if template is not None:
         changed = {}
         for c in kept:
             if c.path.endswith(".py") and c.new is not None and not spec.tests.is_test_file(c.path):
                 own = _pristine(repo, task, template, c.path)
-                changed[c.path] = defined_names(own) if own is not None else {"code": [], "bound": []}
+                changed[c.path] = defined_names(own) if own is not None else {"code": []}
         out["values"] = {"f2p": list(task.FAIL_TO_PASS), "changed": changed}
     return out
 

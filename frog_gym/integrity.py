@@ -938,58 +938,49 @@ BEHAVIOUR_SLOTS = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "
                    "__contains__", "__format__", "__add__", "__radd__", "__iadd__", "__rsub__", "__rmul__", "__rmod__",
                    "__rtruediv__", "__ror__", "__rand__", "__index__", "__instancecheck__", "__subclasscheck__")
 """The special methods that decide how a value compares, converts or formats (:data:`_BEHAVIOUR_METHODS` less the
-attribute and finaliser hooks): the report plugin's vault checks, in the test process, that a class holding one
-made by the package's edited files holds the one the repository's own version of that file defines there."""
+attribute and finaliser hooks): the report plugin's vault checks, in the test process, that such a method of any
+class, where a file the agent changed made it, is code that the repository's own version of that file defines."""
 
 
 def defined_names(source: bytes) -> dict[str, list[str]]:
-    """What a module's source defines, by the qualified names CPython gives its code objects: ``"code"``, every
-    function, lambda and class (``f.<locals>.C.m``, ``C.<lambda>``), and ``"bound"``, each ``Class.name`` a class
-    body binds to one of :data:`BEHAVIOUR_SLOTS` (by ``def`` or assignment). Source that does not parse defines
-    nothing."""
+    """What a module's source defines (``"code"``): every function, lambda, comprehension and class, by the
+    qualified name CPython gives its code object (``f.<locals>.C.m``, ``C.<lambda>``). Source that does not parse
+    defines nothing."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return {"code": [], "bound": []}
+        return {"code": []}
     code: set[str] = set()
-    bound: set[str] = set()
 
-    def visit(node: ast.AST, prefix: str, in_class: str | None) -> None:
+    def visit(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 q = prefix + child.name
                 code.add(q)
-                if in_class is not None and child.name in BEHAVIOUR_SLOTS and not isinstance(child, ast.ClassDef):
-                    bound.add(f"{in_class}.{child.name}")
                 for d in child.decorator_list:
-                    visit(d, prefix, None)
+                    visit(d, prefix)
                 if isinstance(child, ast.ClassDef):
                     for b in (*child.bases, *child.keywords):
-                        visit(b, prefix, None)
-                    visit(ast.Module(body=child.body, type_ignores=[]), q + ".", q)
+                        visit(b, prefix)
+                    visit(ast.Module(body=child.body, type_ignores=[]), q + ".")
                 else:
-                    visit(child.args, prefix, None)
-                    visit(ast.Module(body=child.body, type_ignores=[]), q + ".<locals>.", None)
+                    visit(child.args, prefix)
+                    visit(ast.Module(body=child.body, type_ignores=[]), q + ".<locals>.")
             elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
                 # a comprehension is a code object of its own before Python 3.12, inlined since: both names
                 kind = {ast.ListComp: "listcomp", ast.SetComp: "setcomp", ast.DictComp: "dictcomp"}.get(type(child), "genexpr")
                 code.add(f"{prefix}<{kind}>")
-                visit(child, prefix, None)
-                visit(child, f"{prefix}<{kind}>.", None)
+                visit(child, prefix)
+                visit(child, f"{prefix}<{kind}>.")
             elif isinstance(child, ast.Lambda):
                 code.add(prefix + "<lambda>")
-                visit(child.args, prefix, None)
-                visit(ast.Expr(child.body), prefix + "<lambda>.<locals>.", None)
+                visit(child.args, prefix)
+                visit(ast.Expr(child.body), prefix + "<lambda>.<locals>.")
             else:
-                if in_class is not None and isinstance(child, (ast.Assign, ast.AnnAssign)):
-                    for t in (child.targets if isinstance(child, ast.Assign) else [child.target]):
-                        for n in ast.walk(t):
-                            if isinstance(n, ast.Name) and n.id in BEHAVIOUR_SLOTS:
-                                bound.add(f"{in_class}.{n.id}")
-                visit(child, prefix, in_class if isinstance(child, (ast.If, ast.Try, ast.With)) else None)
+                visit(child, prefix)
 
-    visit(tree, "", None)
-    return {"code": sorted(code), "bound": sorted(bound)}
+    visit(tree, "")
+    return {"code": sorted(code)}
 
 
 def sign(key: bytes, body: dict) -> str:

@@ -161,6 +161,8 @@ def _install_guard(config):
     stat = os.stat
     code = tuple(str(c).strip("/") for c in config.get("code", ()))
     tests = tuple(str(t).strip("/") for t in config.get("tests", ()))
+    # the package's own traceback utilities (boltons' tbutils): a read of a source line there is their caller's
+    own_readers = frozenset(str(t).strip("/") for t in config.get("readers", ()))
     import platform
 
     # the standard library's own reads of a source line, and platform's fixed commands (`uname -p`, which
@@ -214,7 +216,9 @@ def _install_guard(config):
                 rel = fn[len(root):]
                 if rel in files or under(rel, tests):
                     return False
-                if under(rel, code):
+                if reading and rel in own_readers:
+                    mediated = True
+                elif under(rel, code):
                     return not mediated
             elif fn in mediators or reading and fn in readers:
                 mediated = True
@@ -627,7 +631,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
     graded_files = frozenset_(str_(f) for f in (guard or {}).get("files", ()))
     values = (guard or {}).get("values") if isinstance_((guard or {}).get("values"), dict_) else {}
     f2p = frozenset_(str_(t) for t in values.get("f2p", ()))
-    changed = {str_(f): (frozenset_(map(str_, d.get("code", ()))), frozenset_(map(str_, d.get("bound", ()))))
+    changed = {str_(f): frozenset_(map(str_, d.get("code", ())))
                for f, d in dict_(values.get("changed") or {}).items() if isinstance_(d, dict_)}
     slots = frozenset_(_BEHAVIOUR_SLOTS)
     subclasses_of, qualname_of = type.__dict__["__subclasses__"], type.__dict__["__qualname__"].__get__
@@ -903,13 +907,12 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                     own = changed.get(rel) if rel is not None else None
                     if own is None:  # the repository's own file, as it stands: not the agent's
                         continue
-                    qual = qual_of(code) if qual_of is not None else f"{cq}.{code.co_name}"  # 3.10: no co_qualname
+                    qual = qual_of(code) if qual_of is not None else code.co_name  # 3.10: no co_qualname
                     qual = qual if type_(qual) is str_type else ""
-                    # generated: for a class the file defines there. Else a function the file defines, under a
-                    # special method's name (attrs' factories make __ge__ in _make_order and put it on any class),
-                    # in a slot this class's own body binds there (a decorator's wrapper of a method included)
-                    fine = cq is not None and cq in own[0] if generated else qual in own[0] and (
-                        code.co_name in slots or cq is not None and f"{cq}.{name}" in own[1])
+                    # generated: for a class the file defines there. Else a function the file defines there: the
+                    # repository's own code, whatever class it is put on (attrs' factories make __ge__ in
+                    # _make_order, and cmp_using's methods in _make_operator, for classes made at run time)
+                    fine = cq is not None and cq in own if generated else qual in own
                     if not fine:
                         out.append(f"code under test gave {cq or 'a class'} a {name} that {rel} does not define "
                                    f"there ({qual or 'no name'}): a value that compares as it likes")
