@@ -285,7 +285,8 @@ def test_a_long_command_is_written_to_the_shell_without_blocking_the_loop():
             took = time.monotonic() - t
             beat.cancel()
             assert obs.startswith("2000001\n") and "[exit code 0]" in obs
-            assert took > 0.5 and max(gaps) < 0.25, (took, max(gaps))
+            # The loop kept beating through the write: written blocking, one gap was most of the command's time.
+            assert took > 0.5 and max(gaps) < took / 3, (took, max(gaps))
         finally:
             await env.aclose()
         env = FrogSWEEnv(max_steps=10, limits=Limits(command_timeout=0.5))
