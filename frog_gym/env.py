@@ -22,7 +22,8 @@ Async: ``await env.areset(...)``, ``await env.astep(action)`` and ``await env.ac
 command waits on its sandbox's pipes as loop readers (no thread; :meth:`LocalSandbox.arun
 <frog_gym.sandbox.local.LocalSandbox.arun>`), file tools run on the loop, and the blocking host work of an
 episode (a reset's workspace sync and sandbox start, grading, close) runs on a thread pool shared by the
-process (``FROG_GYM_ASYNC_THREADS``, default ``min(32, CPUs + 4)``), so threads do not grow with episodes.
+process (``FROG_GYM_ASYNC_THREADS``, default ``min(32, CPUs + 4)``; a grade adds its oracle replay's thread),
+so threads do not grow with episodes.
 One call at a time per env. Cancelling ``astep`` mid-command kills the sandbox's processes (the next
 command starts in a fresh shell at /testbed); cancelled mid-grade, the grade finishes first. The Docker
 backend's commands run on that pool too. ``gym.make`` wraps the env: call these on ``env.unwrapped`` (the

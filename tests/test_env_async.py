@@ -167,8 +167,9 @@ def test_sixteen_episodes_in_flight_on_one_event_loop_with_a_bounded_thread_coun
     # Sixteen 2 s commands overlapped: all of them ran within a few seconds, not 16 x 2 s one after another.
     took = max(r[2] for r in got["results"]) - min(r[1] for r in got["results"])
     assert took < 8, took
-    # Threads: the two shared pools (2 + 2 here) and what the process had, however many episodes run.
-    assert got["peak"] - got["before"] <= 4, got
+    # Threads: the two shared pools (2 + 2 here), the oracle's replay thread of each grade running (at most one
+    # per host thread: 2), and what the process had, however many episodes run.
+    assert got["peak"] - got["before"] <= 6, got
 
 
 def _sleepers(marker: str) -> list[int]:

@@ -294,7 +294,8 @@ def _threads(pid: int) -> int:
 
 def test_eight_sessions_step_at_once_on_the_servers_event_loop(together):
     """Eight WebSocket sessions each run a 2 s command at the same time: they overlap, and the server's
-    thread count stays within its two shared pools (2 + 2 threads here) and OpenEnv's one session thread."""
+    thread count stays within its two shared pools (2 + 2 threads here), the oracle's replay thread of each
+    grade running (2 at most) and OpenEnv's one session thread."""
     import asyncio
 
     from openenv.core import GenericEnvClient
@@ -338,4 +339,4 @@ def test_eight_sessions_step_at_once_on_the_servers_event_loop(together):
     for i, (text, took, done, resolved) in enumerate(results):
         assert f"session-{i}" in text and done and resolved is False
     assert max(took for _, took, _, _ in results) < 8, results  # overlapped, not 8 x 2 s in a queue
-    assert peak - idle <= 5, (idle, peak)
+    assert peak - idle <= 7, (idle, peak)

@@ -85,7 +85,8 @@ def test_remote_env_replays_the_episode_on_a_new_actor_when_its_actor_dies(local
 def test_one_actor_holds_four_episodes_stepping_at_once(local_ray, together):
     """Four RemoteEnvs on one actor process (episodes_per_actor=4), stepped from one driver loop: their 2 s
     commands run at the same time, each episode keeps its own workspace, and the fixed one alone is resolved.
-    The actor's Python threads grow by the env's two shared pools (2 + 2 here) at most, not one per episode."""
+    The actor's Python threads grow by the env's two shared pools (2 + 2 here) and the oracle's replay thread of
+    each grade running (2 at most), not by one per episode."""
     import asyncio
 
     from frog_gym.agents.oracle import OracleAgent
@@ -146,7 +147,7 @@ def test_one_actor_holds_four_episodes_stepping_at_once(local_ray, together):
         assert (reward, resolved) == ((1.0, True) if i == 0 else (0.0, False))
     took = max(r[2] for r in results) - min(r[1] for r in results)
     assert took < 6, took  # the four 2 s commands together, not one after another (8 s)
-    assert peak - before <= 4, (before, peak)
+    assert peak - before <= 6, (before, peak)
 
 
 def test_both_episodes_of_a_killed_actor_are_replayed_on_one_replacement(local_ray):
