@@ -216,8 +216,13 @@ class FrogOpenEnv(Environment):
         conn = _CONNECTION.get()
         if conn is not None:
             gone = asyncio.ensure_future(conn.gone.wait())
-            await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
-            gone.cancel()
+            try:
+                await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:  # the server is ending the session: the step goes with it
+                work.cancel()
+                raise
+            finally:
+                gone.cancel()
             if not work.done():
                 conn.interrupted += 1
                 work.cancel()
