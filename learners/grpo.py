@@ -66,6 +66,8 @@ from frog_gym.learners import LearnerOptions, env_tasks
 from frog_gym.learners.vllm_engine import VLLMPolicy, make_sampler
 
 from frog_gym.agents.hf import ContextFull, HFPolicy, Sampling, Trajectory, require_torch
+from frog_gym.toolcalls import parse_tool_calls
+from frog_gym.toolspec import openai_tools
 from frog_gym.curriculum import CurriculumConfig, CurriculumState, episode_score, filter_group
 
 ZERO_VARIANCE = ("drop", "backfill")
@@ -127,6 +129,11 @@ class GRPOConfig:
     max_context_tokens: int | None = None
     """Longest trajectory; when the next reply has no room, the episode is cut: its state is submitted and
     graded, and scored like any budget cut (see ``mask_truncated``). None: the model's position limit."""
+    native_tools: bool = True
+    """Give the chat template the tools as OpenAI schemas (``apply_chat_template(tools=...)``), so the prompt
+    lists them as the model family was trained to read them, and answer a reply's native tool call
+    (Qwen's ``<tool_call>``, Llama's JSON) in the template's tool-response layout. A template that renders no
+    tools (the toy model's) is unaffected."""
     mask_truncated: bool = True
     """Mask episodes cut by a budget (steps, wall time, context window) instead of scoring their graded
     state; the same rule serves training, :meth:`GRPO.evaluate` and the curriculum
@@ -341,11 +348,20 @@ class RolloutEngine(Protocol):
 
     def start(self, prompt: str) -> Trajectory: ...
 
-    def observe(self, trajectory: Trajectory, observation: str) -> None: ...
+    def observe(self, trajectory: Trajectory, observation: str, tool: bool = False) -> None: ...
 
     def room(self, trajectory: Trajectory) -> int: ...
 
     def generate(self, trajectories: Sequence[Trajectory]) -> list[str]: ...
+
+
+def answers_a_call(reply: Any) -> bool:
+    """Whether the env's answer to ``reply`` is a tool's output for the one native call the reply made (so
+    it is laid out as a tool message), rather than a user turn (plain text, several or malformed calls)."""
+    if not isinstance(reply, str):
+        return False
+    read = parse_tool_calls(reply)
+    return len(read.calls) == 1 and not read.errors
 
 
 def rollout(policy: RolloutEngine, envs: list[Any], schedule: Sequence[tuple[str, int]], cfg: GRPOConfig,
@@ -416,7 +432,7 @@ def rollout(policy: RolloutEngine, envs: list[Any], schedule: Sequence[tuple[str
                     ep.terminated = bool(terminated) and not ep.context_full
                     ep.truncated = ep.context_full or (bool(truncated) and not terminated)
                     continue
-                policy.observe(ep.trajectory, obs)
+                policy.observe(ep.trajectory, obs, tool=answers_a_call(actions[i]))
                 still.append(i)
             live = still
         for ep in batch:
@@ -489,13 +505,14 @@ class GRPO:
 
     def _load_policy(self, source: str | Path, sampling: Sampling) -> HFPolicy:
         cfg = self.cfg
+        tools = openai_tools() if cfg.native_tools else None
         if not cfg.lora_rank:
-            return HFPolicy.from_pretrained(source, sampling, dtype=cfg.dtype, device=cfg.device)
+            return HFPolicy.from_pretrained(source, sampling, dtype=cfg.dtype, device=cfg.device, tools=tools)
         try:
             from peft import LoraConfig, PeftModel, get_peft_model
         except ImportError:
             raise ImportError("lora_rank > 0 needs peft; install the extra: pip install 'frog-gym[torch]'") from None
-        base = HFPolicy.from_pretrained(cfg.model, sampling, dtype=cfg.dtype, device=cfg.device)
+        base = HFPolicy.from_pretrained(cfg.model, sampling, dtype=cfg.dtype, device=cfg.device, tools=tools)
         if cfg.resume and Path(source) != Path(cfg.model):
             base.model = PeftModel.from_pretrained(base.model, source, is_trainable=True)
         else:
