@@ -28,6 +28,33 @@ def test_tool_env_contract():
         env.env.close()
 
 
+def test_trl_reads_the_toolspec_schemas_from_the_methods():
+    """TRL turns each public method into a tool with transformers' ``get_json_schema``: that schema is the
+    toolspec's, for every tool (TRL adds a return entry and marks an optional argument nullable)."""
+    from transformers.utils import get_json_schema
+
+    from frog_gym.toolspec import openai_tools
+
+    for want in openai_tools():
+        got = get_json_schema(getattr(FrogSWEToolEnv, want["function"]["name"]))["function"]
+        for prop in got["parameters"]["properties"].values():
+            prop.pop("nullable", None)
+        got["parameters"].setdefault("required", [])
+        assert {k: got[k] for k in ("name", "description", "parameters")} == want["function"]
+
+
+def test_the_edit_tools_run_in_an_episode():
+    env = FrogSWEToolEnv("FrogSWE-Toy-v0", max_steps=6)
+    try:
+        env.reset(task_id=TASKS[0])
+        assert env.insert("frogtoy.py", 0, "# a comment\n").startswith("Inserted")
+        assert "# a comment" in env.view("frogtoy.py", [1, 2])
+        assert env.undo_edit("frogtoy.py").startswith("Restored")
+        assert "# a comment" not in env.view("frogtoy.py")
+    finally:
+        env.env.close()
+
+
 def _tiny_qwen_style(path):
     """A tiny model whose tokenizer uses the Qwen3 chat template (one TRL can parse tool calls from)."""
     import inspect
