@@ -145,8 +145,9 @@ def _llama3(text: str, id_prefix: str) -> Reply:
         s = s[len(PYTHON_TAG):].strip()
     if not s.startswith("{"):
         if tagged:
-            return Reply("", (), (f"The text after {PYTHON_TAG} is not a JSON tool call; write {{\"name\": TOOL, "
-                                  "\"parameters\": {...}}.",))
+            why = (f"The text after {PYTHON_TAG} is not a JSON tool call; write {{\"name\": TOOL, "
+                   "\"parameters\": {...}}.")
+            return Reply("", (), (why,))
         return Reply(text.strip())
     decoder = json.JSONDecoder()
     calls: list[ToolCall] = []

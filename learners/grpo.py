@@ -66,9 +66,9 @@ from frog_gym.learners import LearnerOptions, env_tasks
 from frog_gym.learners.vllm_engine import VLLMPolicy, make_sampler
 
 from frog_gym.agents.hf import ContextFull, HFPolicy, Sampling, Trajectory, require_torch
+from frog_gym.curriculum import CurriculumConfig, CurriculumState, episode_score, filter_group
 from frog_gym.toolcalls import parse_tool_calls
 from frog_gym.toolspec import openai_tools
-from frog_gym.curriculum import CurriculumConfig, CurriculumState, episode_score, filter_group
 
 ZERO_VARIANCE = ("drop", "backfill")
 ROLLOUT_ENGINES = ("hf", "vllm")
@@ -381,7 +381,7 @@ def rollout(policy: RolloutEngine, envs: list[Any], schedule: Sequence[tuple[str
             env, task_id = job
             try:
                 return env.reset(options={"task_id": task_id})[0]
-            except Exception as e:  # noqa: BLE001 (a broken sandbox is an infrastructure failure, not a crash)
+            except Exception as e:
                 return e
 
         prompts = list(pool.map(reset, zip(envs, [t for t, _ in wave])))
@@ -414,7 +414,7 @@ def rollout(policy: RolloutEngine, envs: list[Any], schedule: Sequence[tuple[str
                 i, text = job
                 try:
                     return envs[i].step(text)
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:
                     return e
 
             results = list(pool.map(step, zip(live, texts)))

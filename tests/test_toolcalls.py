@@ -17,8 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frog_gym.toolcalls import (ToolCall, assistant_message, parse_tool_calls, step_reply, template_family,
-                                tool_message)
+from frog_gym.toolcalls import (
+    ToolCall,
+    assistant_message,
+    parse_tool_calls,
+    step_reply,
+    template_family,
+    tool_message,
+)
 from frog_gym.tools import ActionError, Call, parse_action
 from frog_gym.toolspec import TOOLS, openai_tools
 

@@ -119,7 +119,7 @@ class FrogSWEAgentLoop(AgentLoopBase):
                 prompt_ids, mask, logprobs = merged.token_ids, new_mask, new_logprobs or []
             submitted = outcome is not None and outcome.terminated
             if outcome is None:  # turns or tokens ran out: grade the state as it stands
-                obs, reward, terminated, truncated, info = await asyncio.to_thread(env.step, {"tool": "submit"})
+                _, reward, _, _, info = await asyncio.to_thread(env.step, {"tool": "submit"})
             else:
                 reward, info = outcome.reward, outcome.info
             infra = info.get("infra_failure")

@@ -18,9 +18,9 @@ import pytest
 
 skyrl_gym = pytest.importorskip("skyrl_gym", reason="the 'skyrl' extra is not installed")
 
-from frog_gym.adapters.skyrl_train import DEFAULTS, ENV_CLASS, build_dataset, main, overrides  # noqa: E402
-from frog_gym.errors import FrogGymError  # noqa: E402
-from frog_gym.toolspec import openai_tools  # noqa: E402
+from frog_gym.adapters.skyrl_train import DEFAULTS, ENV_CLASS, build_dataset, main, overrides
+from frog_gym.errors import FrogGymError
+from frog_gym.toolspec import openai_tools
 
 TASK = "frogtoy__handwritten-0002"
 QWEN3 = Path(__file__).parents[1] / "learners" / "data" / "tokenizers" / "qwen3" / "tokenizer_config.json"
@@ -66,7 +66,7 @@ def test_rows_read_by_skyrls_prompt_dataset_play_a_graded_episode_with_native_ca
         assert obs["role"] == "tool" and obs["tool_call_id"] == "call_1_0" and "return c + d" in obs["content"]
         chat += [{"role": "assistant", "content": "Let me look."}, obs]
         rendered = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True,
-                                                 **{"tools": openai_tools()})  # generator.chat_template_kwargs
+                                                 tools=openai_tools())  # generator.chat_template_kwargs
         assert '"name": "str_replace"' in rendered and "<tool_response>\n" in rendered and "return c + d" in rendered
         out = env.step(call("str_replace", path="frogtoy.py", old_str="    return c + d\n",
                             new_str="    return c - d\n"))

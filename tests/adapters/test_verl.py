@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("verl", reason="the 'verl' extra is not installed")
 torch = pytest.importorskip("torch")
 
-from frog_gym.adapters.verl import AGENT_LOOPS_YAML, AGENT_NAME, build_dataset, write_recipe  # noqa: E402
+from frog_gym.adapters.verl import AGENT_LOOPS_YAML, AGENT_NAME, build_dataset, write_recipe
 
 TASK = "frogtoy__handwritten-0002"
 TOKENIZERS = Path(__file__).parents[1] / "learners" / "data" / "tokenizers"
@@ -43,9 +43,8 @@ SCRIPTS = {  # each episode's replies, as a Qwen model writes them
 def tiny_qwen(tmp: Path):
     """A 1-layer Qwen2 from a config, with Qwen2.5-Instruct's chat template and special tokens over a small
     BPE (saved like a checkpoint, as verl loads one)."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
     from frog_gym.learners.toy import train_tokenizer
+    from transformers import Qwen2Config, Qwen2ForCausalLM
 
     config = json.loads((TOKENIZERS / "qwen2.5" / "tokenizer_config.json").read_text())
     decoder = config["added_tokens_decoder"].values()
@@ -85,9 +84,8 @@ class ScriptedServer:
 
 def verl_config(model_dir: Path, agent_loops: Path):
     """verl's own PPO trainer config (its hydra defaults), pointed at the tiny model and our agent loop."""
-    from hydra import compose, initialize_config_dir
-
     import verl.trainer.config
+    from hydra import compose, initialize_config_dir
 
     overrides = [f"actor_rollout_ref.model.path={model_dir}", "actor_rollout_ref.rollout.name=vllm",
                  f"actor_rollout_ref.rollout.agent.agent_loop_config_path={agent_loops}",
@@ -105,7 +103,6 @@ def rollout(tmp_path_factory):
     """Two episodes of one task, a group as verl's trainer makes it (one row repeated, one uid), played by
     verl's AgentLoopWorker."""
     import numpy as np
-
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
@@ -127,10 +124,9 @@ def rollout(tmp_path_factory):
 
 
 def test_build_dataset_is_read_by_verls_rlhf_dataset(tmp_path):
+    from frog_gym.learners.toy import train_tokenizer
     from omegaconf import OmegaConf
     from verl.utils.dataset.rl_dataset import RLHFDataset
-
-    from frog_gym.learners.toy import train_tokenizer
 
     config = json.loads((TOKENIZERS / "qwen2.5" / "tokenizer_config.json").read_text())
     tokenizer = train_tokenizer(["Fix the bug."], vocab_size=300, chat_template=config["chat_template"],
@@ -166,7 +162,7 @@ def test_verls_agent_loop_worker_plays_graded_episodes_with_native_tool_calls(ro
     for row in range(2):
         mask = out.batch["response_mask"][row].bool()
         trained = out.batch["responses"][row][mask].tolist()
-        sampled = [ids for ids in server.replies.values() if len(ids) == (3 if row == fixed else 2)][0]
+        sampled = next(ids for ids in server.replies.values() if len(ids) == (3 if row == fixed else 2))
         assert trained == [t for ids in sampled for t in ids]
     context = tokenizer.decode(out.batch["responses"][fixed][~out.batch["response_mask"][fixed].bool()])
     assert context.count("<tool_response>") == 2 and "Edited /testbed/frogtoy.py" in context
