@@ -222,7 +222,7 @@ def build_dataset(task_ids: Sequence[str], path: str | os.PathLike[str], *, env_
 
 AGENT_LOOPS_YAML = f"""# verl agent loops (actor_rollout_ref.rollout.agent.agent_loop_config_path): written by frog_gym.adapters.verl
 - name: {AGENT_NAME}
-  _target_: {FrogSWEAgentLoop.__module__}.{FrogSWEAgentLoop.__qualname__}
+  _target_: frog_gym.adapters.verl.FrogSWEAgentLoop
 """
 
 

@@ -142,7 +142,13 @@ def test_build_dataset_is_read_by_verls_rlhf_dataset(tmp_path):
     assert row["extra_info"]["task_id"] == "frogtoy__handwritten-0001" and row["extra_info"]["max_turns"] == 5
     assert json.loads(row["extra_info"]["env_kwargs"]) == {"wall_time_s": 60}
     assert (tmp_path / "train.parquet").exists()
-    assert "frog_gym.adapters.verl.FrogSWEAgentLoop" in AGENT_LOOPS_YAML
+    from hydra.utils import get_class
+    from omegaconf import OmegaConf as OC
+
+    from frog_gym.adapters.verl import FrogSWEAgentLoop
+
+    [loop] = OC.create(AGENT_LOOPS_YAML)  # what verl's worker reads from agent_loop_config_path
+    assert loop.name == AGENT_NAME and get_class(loop._target_) is FrogSWEAgentLoop
     with pytest.raises(ValueError, match="at least one task id"):
         build_dataset([], tmp_path / "empty.parquet")
 
@@ -207,3 +213,23 @@ def test_one_grpo_update_with_verls_advantage_and_policy_loss(rollout):
     gain = ((new - old) * mask).sum(-1) / mask.sum(-1)
     fixed = data.batch["rm_scores"].sum(-1).argmax()
     assert gain[fixed] > 0 and gain[fixed] > gain[1 - fixed]  # the resolved episode's replies gained most
+
+
+@pytest.mark.slow
+def test_an_infrastructure_failure_trains_no_token(rollout, tmp_path, monkeypatch):
+    import numpy as np
+    from verl import DataProto
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")  # a sandbox that cannot start
+    path = build_dataset([TASK], tmp_path / "infra.parquet", env_id="FrogSWE-Toy-v0",
+                         env_kwargs={"backend": "docker"})
+    dataset = RLHFDataset(str(path), rollout["tokenizer"], rollout["config"].data)
+    batch = DataProto.from_single_dict(collate_fn([dataset[0]]))
+    batch.non_tensor_batch["uid"] = np.array(["group-1"], dtype=object)
+    server = ScriptedServer(rollout["tokenizer"], [SCRIPTS["fixes"]])
+    out = asyncio.run(AgentLoopWorker(rollout["config"], llm_client=server).generate_sequences(batch))
+    assert "docker" in out.non_tensor_batch["frog_infra_failure"][0].lower()
+    assert out.batch["response_mask"].sum() == 0 and out.non_tensor_batch["frog_resolved"].tolist() == [0.0]
+    assert server.replies == {}  # the model was never asked
