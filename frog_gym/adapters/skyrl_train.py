@@ -123,4 +123,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except FrogGymError as e:  # a setup problem: one line that says what to do, not a traceback
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
