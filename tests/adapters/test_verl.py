@@ -1,7 +1,8 @@
 """The verl adapter, driven by verl's own classes: its ``RLHFDataset`` reads the parquet we write, its
 ``AgentLoopWorker`` (built from verl's own trainer config) runs :class:`FrogSWEAgentLoop` over real FrogSWE
-episodes with a tiny Qwen2 model's config and tokenizer, and one GRPO update is made with verl's advantage
-estimator and policy loss on what the worker returned.
+episodes with tiny models built from configs, and one GRPO update is made with verl's advantage
+estimator and policy loss on what the worker returned. Each runs for a Qwen2.5 and a Llama 3.2 model (their
+published chat templates; verl picks its token builder by model type).
 
 What is not verl's here: the rollout server. verl's agent loops ask a vLLM, SGLang or TensorRT-LLM server
 for tokens (``RolloutReplicaRegistry`` has no other), none of which runs on a CPU; the tests answer
@@ -29,35 +30,50 @@ TOKENIZERS = Path(__file__).parents[1] / "learners" / "data" / "tokenizers"
 FIX = {"path": "frogtoy.py", "old_str": "    return c + d\n", "new_str": "    return c - d\n"}
 
 
-def call(name: str, **arguments) -> str:
+def hermes(name: str, **arguments) -> str:
     return f'<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
 
 
-SCRIPTS = {  # each episode's replies, as a Qwen model writes them
-    "fixes": ["Let me find subtract.\n" + call("bash", command="grep -n 'def subtract' -A2 frogtoy.py"),
-              call("str_replace", **FIX), call("submit")],
-    "gives_up": ["It looks fine to me.", call("submit")],  # the first reply has no call: the env says so
+def llama(name: str, **arguments) -> str:
+    return json.dumps({"name": name, "parameters": arguments})
+
+
+def scripts(call) -> dict[str, list[str]]:
+    """Each episode's replies, as a model of the family writes them."""
+    return {"fixes": ["Let me find subtract.\n" + call("bash", command="grep -n 'def subtract' -A2 frogtoy.py")
+                      if call is hermes else call("bash", command="grep -n 'def subtract' -A2 frogtoy.py"),
+                      call("str_replace", **FIX), call("submit")],
+            "gives_up": ["It looks fine to me.", call("submit")]}  # the first reply has no call: the env says so
+
+
+FAMILIES = {  # tokenizer config, how calls are written, where a tool's output goes, the model class
+    "qwen2.5": (hermes, "<tool_response>", "Qwen2"),
+    "llama3.2": (llama, "<|start_header_id|>ipython<|end_header_id|>", "Llama"),
 }
 
 
-def tiny_qwen(tmp: Path):
-    """A 1-layer Qwen2 from a config, with Qwen2.5-Instruct's chat template and special tokens over a small
-    BPE (saved like a checkpoint, as verl loads one)."""
+def tiny_model(family: str, tmp: Path):
+    """A 1-layer model of the family's architecture from a config, with the family's published chat template
+    and special tokens over a small BPE (saved like a checkpoint, as verl loads one)."""
+    import transformers
     from frog_gym.learners.toy import train_tokenizer
-    from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    config = json.loads((TOKENIZERS / "qwen2.5" / "tokenizer_config.json").read_text())
+    call, _, arch = FAMILIES[family]
+    config = json.loads((TOKENIZERS / family / "tokenizer_config.json").read_text())
     decoder = config["added_tokens_decoder"].values()
-    text = [r for script in SCRIPTS.values() for r in script] * 4
+    text = [r for script in scripts(call).values() for r in script] * 4
     tokenizer = train_tokenizer(text, vocab_size=600, chat_template=config["chat_template"],
-                                special=tuple(t["content"] for t in decoder if t["special"]), eos="<|im_end|>",
-                                pad="<|endoftext|>")
+                                special=tuple(t["content"] for t in decoder if t["special"]), eos=config["eos_token"],
+                                pad=config.get("pad_token") or "<|finetune_right_pad_id|>")
     tokenizer.add_tokens([t["content"] for t in decoder if not t["special"]])
+    if config.get("bos_token"):
+        tokenizer.bos_token = config["bos_token"]
     torch.manual_seed(0)
-    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
-                                         max_position_embeddings=8192, tie_word_embeddings=True,
-                                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id))
+    model_config = getattr(transformers, f"{arch}Config")(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=1, max_position_embeddings=16384, tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id)
+    model = getattr(transformers, f"{arch}ForCausalLM")(model_config)
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     return model, tokenizer
@@ -90,7 +106,7 @@ def verl_config(model_dir: Path, agent_loops: Path):
     overrides = [f"actor_rollout_ref.model.path={model_dir}", "actor_rollout_ref.rollout.name=vllm",
                  f"actor_rollout_ref.rollout.agent.agent_loop_config_path={agent_loops}",
                  "actor_rollout_ref.rollout.multi_turn.max_tool_response_length=4096",
-                 "data.max_prompt_length=4096", "data.max_response_length=2048", "data.return_raw_chat=True",
+                 "data.max_prompt_length=8192", "data.max_response_length=2048", "data.return_raw_chat=True",
                  "algorithm.adv_estimator=grpo", "data.train_batch_size=1", "actor_rollout_ref.rollout.n=2",
                  "actor_rollout_ref.actor.ppo_mini_batch_size=1",
                  "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"]
@@ -98,17 +114,18 @@ def verl_config(model_dir: Path, agent_loops: Path):
         return compose(config_name="ppo_trainer", overrides=overrides)
 
 
-@pytest.fixture(scope="module")
-def rollout(tmp_path_factory):
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def rollout(request, tmp_path_factory):
     """Two episodes of one task, a group as verl's trainer makes it (one row repeated, one uid), played by
-    verl's AgentLoopWorker."""
+    verl's AgentLoopWorker, for a Qwen2.5 and a Llama 3.2 model (verl picks its token builder by model type)."""
     import numpy as np
     from verl import DataProto
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
 
     tmp = tmp_path_factory.mktemp("verl")
-    model, tokenizer = tiny_qwen(tmp / "model")
+    family = request.param
+    model, tokenizer = tiny_model(family, tmp / "model")
     files = write_recipe([TASK], tmp / "recipe", env_id="FrogSWE-Toy-v0", max_turns=6,
                          env_kwargs={"max_steps": 10, "max_episode_steps": 10})
     config = verl_config(tmp / "model", Path(files["agent_loops"]))
@@ -116,11 +133,12 @@ def rollout(tmp_path_factory):
     batch = DataProto.from_single_dict(collate_fn([dataset[0]]))
     batch.non_tensor_batch["uid"] = np.array(["group-0"], dtype=object)
     batch = batch.repeat(repeat_times=2, interleave=True)
-    server = ScriptedServer(tokenizer, SCRIPTS.values())
+    call, tool_mark, _ = FAMILIES[family]
+    server = ScriptedServer(tokenizer, scripts(call).values())
     worker = AgentLoopWorker(config, llm_client=server)
     output = asyncio.run(worker.generate_sequences(batch))
     return {"model": model, "tokenizer": tokenizer, "config": config, "batch": batch, "output": output,
-            "server": server, "dataset": dataset}
+            "server": server, "dataset": dataset, "call": call, "tool_mark": tool_mark}
 
 
 def test_build_dataset_is_read_by_verls_rlhf_dataset(tmp_path):
@@ -163,7 +181,7 @@ def test_verls_agent_loop_worker_plays_graded_episodes_with_native_tool_calls(ro
     fixed = rewards.index(1.0)
     # the prompt: the tools as the template renders them, then the env's task prompt
     prompt = tokenizer.decode(out.batch["prompts"][fixed], skip_special_tokens=False)
-    assert "# Tools" in prompt and '"name": "str_replace"' in prompt and "frogtoy" in prompt
+    assert '"name": "str_replace"' in prompt and "frogtoy" in prompt
     # the response: the mask is 1 exactly on the tokens the server sampled, in order
     for row in range(2):
         mask = out.batch["response_mask"][row].bool()
@@ -171,9 +189,9 @@ def test_verls_agent_loop_worker_plays_graded_episodes_with_native_tool_calls(ro
         sampled = next(ids for ids in server.replies.values() if len(ids) == (3 if row == fixed else 2))
         assert trained == [t for ids in sampled for t in ids]
     context = tokenizer.decode(out.batch["responses"][fixed][~out.batch["response_mask"][fixed].bool()])
-    assert context.count("<tool_response>") == 2 and "Edited /testbed/frogtoy.py" in context
+    assert context.count(rollout["tool_mark"]) == 2 and "Edited /testbed/frogtoy.py" in context
     gave_up = tokenizer.decode(out.batch["responses"][1 - fixed][~out.batch["response_mask"][1 - fixed].bool()])
-    assert "Could not read a tool call" in gave_up and "<tool_response>" not in gave_up  # a user turn
+    assert "Could not read a tool call" in gave_up and rollout["tool_mark"] not in gave_up  # a user turn
 
 
 @pytest.mark.slow
@@ -228,7 +246,7 @@ def test_an_infrastructure_failure_trains_no_token(rollout, tmp_path, monkeypatc
     dataset = RLHFDataset(str(path), rollout["tokenizer"], rollout["config"].data)
     batch = DataProto.from_single_dict(collate_fn([dataset[0]]))
     batch.non_tensor_batch["uid"] = np.array(["group-1"], dtype=object)
-    server = ScriptedServer(rollout["tokenizer"], [SCRIPTS["fixes"]])
+    server = ScriptedServer(rollout["tokenizer"], [scripts(rollout["call"])["fixes"]])
     out = asyncio.run(AgentLoopWorker(rollout["config"], llm_client=server).generate_sequences(batch))
     assert "docker" in out.non_tensor_batch["frog_infra_failure"][0].lower()
     assert out.batch["response_mask"].sum() == 0 and out.non_tensor_batch["frog_resolved"].tolist() == [0.0]
