@@ -81,3 +81,53 @@ def test_a_template_without_tools_and_a_user_turn_keep_the_plain_layout():
     assert not answers_a_call("no call") and not answers_a_call({"tool": "submit"})
     assert not answers_a_call('<tool_call>{"name": "bash"}</tool_call><tool_call>{"name": "submit"}</tool_call>')
     assert GRPOConfig(model="m").native_tools is True
+
+
+class ScriptedReplies:
+    """The rollout engine's interface over a real policy, writing scripted replies (in order) as if sampled."""
+
+    def __init__(self, policy: HFPolicy, replies: list[str]):
+        self.policy, self.replies, self.tokenizer = policy, replies, policy.tokenizer
+
+    def start(self, prompt):
+        return self.policy.start(prompt)
+
+    def observe(self, trajectory, observation, tool=False):
+        self.policy.observe(trajectory, observation, tool)
+
+    def room(self, trajectory):
+        return self.policy.room(trajectory)
+
+    def generate(self, trajectories):
+        out = []
+        for t in trajectories:
+            ids = self.policy.encode(self.replies[len(t.turns)]) + [self.tokenizer.eos_token_id]
+            out.append(self.policy.append_reply(t, ids, [0.0] * len(ids)))
+        return out
+
+
+def test_the_grpo_rollout_runs_native_calls_with_a_qwen_template(tmp_path):
+    """The learner loads a Qwen2.5-template model with the tools in its prompt; episodes whose replies are
+    native calls are stepped, answered as tool responses, and graded."""
+    from frog_gym.learners.grpo import GRPO
+
+    from frog_gym.curriculum import CurriculumConfig, CurriculumState
+
+    task = "frogtoy__handwritten-0001"
+    tokenizer = family_tokenizer("qwen2.5")
+    tiny_gpt2(tokenizer, n_embd=16, n_layer=1, n_head=2, n_positions=16384).save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    cfg = GRPOConfig(model=str(tmp_path / "model"), env_id="FrogSWE-Toy-v0", task_ids=(task,), groups_per_update=1,
+                     group_size=2, max_turns=3, num_envs=2, env_workers=1, max_new_tokens=256, torch_threads=1,
+                     tensorboard=False, output_dir=str(tmp_path / "out"))
+    learner = GRPO(cfg, CurriculumState([task], CurriculumConfig(seed=0)))
+    fix = {"path": "frogtoy.py", "old_str": "return a - b", "new_str": "return a + b"}
+    learner.sampler = ScriptedReplies(learner.policy, [
+        f'<tool_call>\n{json.dumps({"name": "str_replace", "arguments": fix})}\n</tool_call>',
+        '<tool_call>\n{"name": "submit", "arguments": {}}\n</tool_call>'])
+    assert learner.policy.chat.tool_between == "\n<|im_start|>user\n<tool_response>\n"
+    episodes, _ = learner.collect()
+    for e in episodes:
+        assert e.terminated and e.env_reward == 1.0 and e.reward == 1.0 and e.turns == 2
+        text = tokenizer.decode(e.trajectory.ids)
+        assert "# Tools" in text and text.count("<tool_response>\nEdited /testbed/frogtoy.py.") == 1
