@@ -89,13 +89,6 @@ def _call(obj: Any, key_hint: str, call_id: str) -> ToolCall | str:
     return ToolCall(call_id, name, args)
 
 
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as e:
-        return e
-
-
 def _skip_space(text: str, pos: int) -> int:
     while pos < len(text) and text[pos].isspace():
         pos += 1
