@@ -197,6 +197,21 @@ def parse_tool_calls(text: str, family: str = "auto", *, id_prefix: str = "call_
     return _hermes(text, id_prefix) if family == "hermes" else _llama3(text, id_prefix)
 
 
+def answers_a_call(reply: Any) -> bool:
+    """Whether the env's answer to ``reply`` is a tool's output for the one native call the reply made (so
+    a chat template lays it out as a tool message), rather than a user turn (plain text, several calls or a
+    malformed one: the env runs one call per step and answers anything else with an error).
+
+    Example:
+        >>> answers_a_call('<tool_call>{"name": "submit", "arguments": {}}</tool_call>'), answers_a_call("ls")
+        (True, False)
+    """
+    if not isinstance(reply, str):
+        return False
+    read = parse_tool_calls(reply)
+    return len(read.calls) == 1 and not read.errors
+
+
 def template_family(tokenizer_or_template: Any) -> str | None:
     """The tool-call syntax a chat template teaches (``hermes`` or ``llama3``), or None if it renders no
     tool calls.

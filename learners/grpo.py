@@ -67,7 +67,7 @@ from frog_gym.learners.vllm_engine import VLLMPolicy, make_sampler
 
 from frog_gym.agents.hf import ContextFull, HFPolicy, Sampling, Trajectory, require_torch
 from frog_gym.curriculum import CurriculumConfig, CurriculumState, episode_score, filter_group
-from frog_gym.toolcalls import parse_tool_calls
+from frog_gym.toolcalls import answers_a_call
 from frog_gym.toolspec import openai_tools
 
 ZERO_VARIANCE = ("drop", "backfill")
@@ -353,15 +353,6 @@ class RolloutEngine(Protocol):
     def room(self, trajectory: Trajectory) -> int: ...
 
     def generate(self, trajectories: Sequence[Trajectory]) -> list[str]: ...
-
-
-def answers_a_call(reply: Any) -> bool:
-    """Whether the env's answer to ``reply`` is a tool's output for the one native call the reply made (so
-    it is laid out as a tool message), rather than a user turn (plain text, several or malformed calls)."""
-    if not isinstance(reply, str):
-        return False
-    read = parse_tool_calls(reply)
-    return len(read.calls) == 1 and not read.errors
 
 
 def rollout(policy: RolloutEngine, envs: list[Any], schedule: Sequence[tuple[str, int]], cfg: GRPOConfig,

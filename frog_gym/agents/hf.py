@@ -27,6 +27,7 @@ from typing import Any
 
 from frog_gym.agents.base import Action, AgentStats
 from frog_gym.errors import FrogGymError
+from frog_gym.toolcalls import answers_a_call
 
 _U, _A, _C = "\x01frog-user\x01", "\x01frog-reply\x01", "\x01frog-next\x01"  # sentinels, never in real text
 
@@ -452,6 +453,8 @@ class HFAgent:
         temperature, top_p, max_new_tokens, max_context_tokens: see :class:`Sampling` (greedy by default,
             for benchmarks).
         dtype, device: see :meth:`HFPolicy.from_pretrained`.
+        native_tools: the chat template renders the tools and lays out the answer to a native call as a tool
+            message, as the GRPO learner trains with (``GRPOConfig.native_tools``).
 
     After an episode, ``trajectory`` holds its exact tokens and ``stats`` the token counts.
     """
@@ -460,19 +463,23 @@ class HFAgent:
 
     def __init__(self, model: str | os.PathLike[str] | HFPolicy, *, temperature: float = 0.0, top_p: float = 1.0,
                  max_new_tokens: int = 512, max_context_tokens: int | None = None, dtype: str | None = None,
-                 device: str | None = None):
+                 device: str | None = None, native_tools: bool = True):
         if isinstance(model, HFPolicy):
             self.policy = model
         else:
+            from frog_gym.toolspec import openai_tools
+
             sampling = Sampling(temperature, top_p, max_new_tokens, max_context_tokens)
-            self.policy = HFPolicy.from_pretrained(model, sampling, dtype=dtype, device=device)
+            self.policy = HFPolicy.from_pretrained(model, sampling, dtype=dtype, device=device,
+                                                   tools=openai_tools() if native_tools else None)
         self.trajectory = Trajectory()
         self.stats = AgentStats()
         self._prompt = ""
+        self._reply = ""
 
     def reset(self, prompt: str, info: dict[str, Any]) -> None:
         """Start a new conversation with the task prompt."""
-        self._prompt = prompt
+        self._prompt, self._reply = prompt, ""
         self.trajectory = Trajectory()
         self.stats = AgentStats()
 
@@ -481,7 +488,7 @@ class HFAgent:
         if not self.trajectory.ids:
             self.trajectory = self.policy.start(self._prompt)
         else:
-            self.policy.observe(self.trajectory, observation)
+            self.policy.observe(self.trajectory, observation, tool=answers_a_call(self._reply))
         try:
             [text] = self.policy.generate([self.trajectory])
         except ContextFull:
@@ -490,4 +497,5 @@ class HFAgent:
         self.stats.model_calls += 1
         self.stats.completion_tokens += len(self.trajectory.generated()[-1])
         self.stats.prompt_tokens = len(self.trajectory) - self.stats.completion_tokens
+        self._reply = text
         return text

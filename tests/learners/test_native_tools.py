@@ -14,11 +14,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from frog_gym.learners.grpo import GRPOConfig, answers_a_call
+from frog_gym.learners.grpo import GRPOConfig
 from frog_gym.learners.toy import tiny_gpt2, train_tokenizer
 
 from frog_gym.agents.hf import ChatFormat, HFPolicy
-from frog_gym.toolcalls import ToolCall, parse_tool_calls, tool_message
+from frog_gym.toolcalls import ToolCall, answers_a_call, parse_tool_calls, tool_message
 from frog_gym.toolspec import openai_tools
 
 DATA = Path(__file__).parent / "data" / "tokenizers"
