@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
+from frog_gym.toolspec import openai_tools
 
 INSTALL_HINT = "pip install 'frog-gym[openenv]'"
 MIN_TOKEN_CHARS = 16
@@ -80,7 +81,8 @@ except ImportError:  # pragma: no cover (the module is imported only by `frog-gy
 
 class FrogAction(Action):
     """One tool call (``tool`` plus its arguments, see :mod:`frog_gym.toolspec`), or the model's raw
-    ``text`` (a JSON tool call or a fenced bash block), parsed as the env parses it."""
+    ``text`` (one native tool call as the model wrote it, a JSON tool call or a fenced bash block), parsed
+    as the env parses it."""
 
     tool: str | None = Field(default=None, description="bash, view, create, str_replace, insert, undo_edit, submit")
     command: str | None = Field(default=None, description="bash: the command")
@@ -110,6 +112,8 @@ class FrogObservation(Observation):
     resolved: bool | None = Field(default=None, description="graded: whether the bug is fixed (None before)")
     infra_failure: str | None = Field(default=None, description="a sandbox or grading fault (never scored)")
     report: dict[str, Any] | None = Field(default=None, description="the grading report, once graded")
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="after reset: the tools as OpenAI "
+                                        "function schemas, for the model request's tools=")
 
 
 class FrogState(State):
@@ -197,7 +201,7 @@ class FrogOpenEnv(Environment):
 
     def _started(self, episode_id: str, prompt: str, info: dict[str, Any]) -> FrogObservation:
         self._state = FrogState(episode_id=episode_id, step_count=0, task_id=info["task_id"], done=False)
-        return FrogObservation(text=prompt, task_id=info["task_id"], reward=None, done=False)
+        return FrogObservation(text=prompt, task_id=info["task_id"], reward=None, done=False, tools=openai_tools())
 
     def step(self, action: FrogAction, timeout_s: float | None = None, **kwargs: Any) -> FrogObservation:
         checked = self._check(action)

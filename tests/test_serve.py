@@ -15,6 +15,8 @@ import pytest
 
 openenv = pytest.importorskip("openenv.core", reason="the 'openenv' extra is not installed")
 
+from frog_gym.toolspec import openai_tools
+
 TOKEN = "test-token-0123456789abcdef"
 TOY = "frogtoy__handwritten-0001"
 
@@ -87,12 +89,15 @@ def test_an_episode_through_openenvs_generic_client(server):
         r = env.reset(task_id=TOY, seed=0)
         assert not r.done and r.reward is None
         assert r.observation["task_id"] == TOY and "/testbed" in r.observation["text"]
+        assert r.observation["tools"] == openai_tools()  # for the model request's tools=
         r = env.step({"tool": "bash", "command": "echo hi > note.txt && cat note.txt"})
         assert "hi" in r.observation["text"] and not r.done and r.reward == 0.0
         state = env.state()
         assert state["task_id"] == TOY and state["step_count"] == 1 and not state["done"]
         r = env.step({"text": "not a tool call"})  # a malformed action is an observation, not an error
         assert r.observation["text"].startswith("Error:") and not r.done
+        r = env.step({"text": '<tool_call>\n{"name": "bash", "arguments": {"command": "cat note.txt"}}\n</tool_call>'})
+        assert r.observation["text"].startswith("hi") and r.observation["tools"] == []  # a native call, as written
         r = env.step({"tool": "submit"})
         assert r.done and r.reward == 0.0 and r.observation["resolved"] is False
         assert r.observation["report"]["resolved"] == "RESOLVED_NO"

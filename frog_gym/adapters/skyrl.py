@@ -1,12 +1,16 @@
 """FrogSWE as a ``skyrl_gym`` text environment (the ``skyrl`` extra: ``pip install 'frog-gym[skyrl]'``).
 
 SkyRL's generator makes one env per rollout with ``skyrl_gym.make(env_class, env_config=..., extras=...)``,
-where ``extras`` is the dataset row's ``extras`` (here ``{"task_id": ..., "max_turns": ...}``), calls
-``init(prompt)`` for the first conversation, then ``step(model_text)`` until ``done``; each step returns
-``BaseTextEnvStepOutput`` (new user messages, reward, done, metadata). :class:`FrogSWESkyRLEnv` runs a
-:class:`~frog_gym.env.FrogSWEEnv` episode under that contract: the model's text is the action (a JSON tool
-call or a fenced bash block, as in the env), the tool output comes back as a user message, and the
-reward is the graded one when the episode ends (by ``submit``, the env's budget, or ``max_turns``, when
+where ``extras`` is the dataset row's ``extras`` (here ``{"task_id": ..., "max_turns": ...}``, and
+optionally ``env_id`` and ``env_kwargs``, which override ``env_config``: skyrl-train passes no
+``env_config`` to an env class it does not know), calls ``init(prompt)`` for the first conversation, then
+``step(model_text)`` until ``done``; each step returns ``BaseTextEnvStepOutput`` (new messages, reward,
+done, metadata). :class:`FrogSWESkyRLEnv` runs a :class:`~frog_gym.env.FrogSWEEnv` episode under that
+contract: the model's text is read for native tool calls (:mod:`frog_gym.toolcalls`; give the model our
+tools with ``generator.chat_template_kwargs.tools``, see :mod:`frog_gym.adapters.skyrl_train`), each call is
+one env step answered by a ``role: "tool"`` message with the call's id; a reply without a well-formed call
+(a JSON tool call or fenced bash block in plain text, or a malformed call) is one env step whose output
+comes back as a user message. The reward is the graded one when the episode ends (by ``submit``, the env's budget, or ``max_turns``, when
 the state is submitted as it stands). An infrastructure failure (a sandbox that cannot start, grading that
 cannot run) is never a reward: the episode ends at the next step with reward ``None`` and
 ``metadata["infra_failure"]`` saying why (a sandbox that cannot start at ``init`` is reported there in the
@@ -30,10 +34,12 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Generator, Mapping
 from typing import Any
 
 from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
+from frog_gym.toolcalls import reply_steps
 
 ENV_ID = "frog_swe"
 """The id :func:`register` gives the env in skyrl_gym's registry (SkyRL datasets name it as ``env_class``)."""
@@ -64,8 +70,13 @@ class FrogSWESkyRLEnv(BaseTextEnv):
         extras = dict(extras or {})
         self.task_id: str | None = extras.get("task_id")
         self.max_turns = int(extras.get("max_turns", 30))
+        env_id = extras.get("env_id") or config.pop("env_id", "FrogSWE-v0")
+        config.pop("env_id", None)
+        env_kwargs = extras.get("env_kwargs") or {}
+        if isinstance(env_kwargs, str):  # a parquet row keeps it as JSON text
+            env_kwargs = json.loads(env_kwargs) if env_kwargs.strip() else {}
         # The env itself, not gymnasium's wrappers: its own step budget ends an episode (graded), sync or async.
-        self.env = gym.make(config.pop("env_id", "FrogSWE-v0"), **config).unwrapped
+        self.env = gym.make(env_id, **{**config, **env_kwargs}).unwrapped
         self.result: dict[str, Any] = {}
         self.infra_failure: str | None = None
         """Why the episode's sandbox could not start (set by :meth:`init`), else None."""
@@ -99,8 +110,8 @@ class FrogSWESkyRLEnv(BaseTextEnv):
         return [*prompt, {"role": "user", "content": text}], {"task_id": info["task_id"], "repo": info["repo"]}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
-        """Run the model's text as one tool call; a finished episode carries the graded reward (``None``
-        for an infrastructure failure)."""
+        """Run the model's reply (its native tool calls, else its text as one action); a finished episode
+        carries the graded reward (``None`` for an infrastructure failure)."""
         op = self._step_g(action)
         result: Any = None
         while True:
@@ -128,9 +139,10 @@ class FrogSWESkyRLEnv(BaseTextEnv):
                            "turns": self.turns}
             return BaseTextEnvStepOutput(observations=[], reward=None, done=True,
                                          metadata={"task_id": self.task_id, **self.result})
-        obs, reward, terminated, truncated, info = yield action
-        if not (terminated or truncated) and self.turns >= self.max_turns:
-            obs, reward, terminated, truncated, info = yield {"tool": "submit"}
+        out = yield from reply_steps(action, id_prefix=f"call_{self.turns}_")
+        reward, terminated, truncated, info = out.reward, out.terminated, out.truncated, out.info
+        if not out.done and self.turns >= self.max_turns:
+            _, reward, terminated, truncated, info = yield {"tool": "submit"}
         done = bool(terminated or truncated)
         metadata = {"task_id": self.task_id, "steps": info.get("steps"), "action_ok": info.get("action_ok")}
         if done:
@@ -138,7 +150,7 @@ class FrogSWESkyRLEnv(BaseTextEnv):
                            "submitted": bool(terminated), "turns": self.turns}
             metadata.update(self.result)
         scored = None if info.get("infra_failure") else float(reward)
-        return BaseTextEnvStepOutput(observations=[] if done else [{"role": "user", "content": obs}],
+        return BaseTextEnvStepOutput(observations=[] if done else out.messages,
                                      reward=scored if done else 0.0, done=done, metadata=metadata)
 
     def get_metrics(self) -> dict[str, Any]:
