@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import json
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -274,13 +275,41 @@ def step_reply(env: Any, reply: str, *, family: str = "auto", id_prefix: str = "
         >>> out.done, out.messages[0]["role"]  # doctest: +SKIP
         (True, 'tool')
     """
+    op, result = reply_steps(reply, family=family, id_prefix=id_prefix), None
+    while True:
+        try:
+            result = env.step(op.send(result))
+        except StopIteration as stop:
+            return stop.value
+
+
+async def astep_reply(env: Any, reply: str, *, family: str = "auto", id_prefix: str = "call_") -> ReplyStep:
+    """:func:`step_reply` on the env's async API (``await env.astep``)."""
+    op, result = reply_steps(reply, family=family, id_prefix=id_prefix), None
+    while True:
+        try:
+            result = await env.astep(op.send(result))
+        except StopIteration as stop:
+            return stop.value
+
+
+def reply_steps(reply: str, *, family: str = "auto", id_prefix: str = "call_") -> Generator[Any, Any, ReplyStep]:
+    """:func:`step_reply` written once for the sync and the async env API: it yields each env action, gets
+    the env's 5-tuple back, and returns the :class:`ReplyStep` (``yield from`` it inside another such step)."""
     read = parse_tool_calls(reply, family, id_prefix=id_prefix)
     out = ReplyStep(messages=[])
     if read.errors or not read.calls:  # the env reads plain JSON and fenced bash, and says what is wrong
-        obs, out.reward, out.terminated, out.truncated, out.info = env.step(reply)
+        obs, out.reward, out.terminated, out.truncated, out.info = yield reply
         out.steps = 1
         out.messages.append({"role": "user", "content": obs})
         return out
+    for call in read.calls:
+        obs, out.reward, out.terminated, out.truncated, out.info = yield call.action()
+        out.steps += 1
+        out.messages.append(tool_message(call, obs))
+        if out.done:
+            break
+    return out
     for call in read.calls:
         obs, out.reward, out.terminated, out.truncated, out.info = env.step(call.action())
         out.steps += 1

@@ -25,6 +25,9 @@ harness, and ``subprocess`` its default runtime, so ``vf-eval frog-gym-verifiers
 with no remote runtime and no credentials (the agent acts only through FrogSWE's own sandbox, so its seat
 needs none).
 
+Episodes run on verifiers' event loop through the env's async API (``areset``/``astep``/``aclose``, see
+:mod:`frog_gym.env`): a step waiting on its command holds no thread, so many rollouts share one process.
+
 An infrastructure failure (a sandbox that cannot start, grading that cannot run) records no reward: the
 episode fails with verifiers' own :class:`verifiers.v1.errors.SandboxError` whose message starts with
 ``FrogSWE infrastructure failure (not scored)``, so verifiers retries it and never scores it.
@@ -36,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import sys
@@ -196,13 +198,16 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
         import gymnasium as gym
 
         import frog_gym  # noqa: F401  (registers the envs)
+        from frog_gym.env import in_thread
 
         info = task.data.info
-        env = await asyncio.to_thread(gym.make, info["env_id"], max_steps=info["max_steps"],
-                                      partial_credit=info["partial_credit"], **info.get("env_kwargs", {}))
+        # The env's async API: verifiers runs many episodes on one event loop, and a step waiting on its command
+        # holds no thread (see frog_gym.env). The env is unwrapped: its own step budget ends the episode.
+        env = (await in_thread(gym.make, info["env_id"], max_steps=info["max_steps"],
+                               partial_credit=info["partial_credit"], **info.get("env_kwargs", {}))).unwrapped
         try:
             try:
-                prompt, _ = await asyncio.to_thread(env.reset, options={"task_id": info["task_id"]})
+                prompt, _ = await env.areset(options={"task_id": info["task_id"]})
             except (SandboxError, SandboxUnavailableError) as e:
                 raise VfSandboxError(f"{INFRA} {e}") from None
             reward: float | None = None
@@ -210,7 +215,7 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
             async with agents.agent.interaction(task) as interaction:
                 segment = await interaction.turn(prompt)
                 while not segment.terminated:
-                    answer, done = await asyncio.to_thread(_answer, env, segment)
+                    answer, done = await _answer(env, segment)
                     if done is not None:
                         reward, outcome = done
                         break
@@ -219,7 +224,7 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
                     raise RuntimeError(f"the model side failed ({interaction.trace.errors[0].message}); the "
                                        "episode is not scored")
                 if reward is None:  # the exchange ended (a turn limit): grade the state as it stands
-                    _, r, _, _, outcome = await asyncio.to_thread(env.step, {"tool": "submit"})
+                    _, r, _, _, outcome = await env.astep({"tool": "submit"})
                     reward = float(r)
             trace = interaction.trace
             if outcome.get("infra_failure"):
@@ -229,21 +234,21 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
                                   "steps": outcome.get("steps"),
                                   "status": (outcome.get("report") or {}).get("resolved")}
         finally:
-            await asyncio.to_thread(env.close)
+            await env.aclose()
 
 
-def _answer(env: Any, segment: Any) -> tuple[Any, tuple[float, dict[str, Any]] | None]:
+async def _answer(env: Any, segment: Any) -> tuple[Any, tuple[float, dict[str, Any]] | None]:
     """Step the env with a segment's reply: each native tool call is a step answered by a tool message with
     the call's id; a reply without calls is one step on its text, answered as the next user turn. Returns the
     answer and, once the episode ends, its reward and step info."""
     calls = next((m.tool_calls for m in reversed(segment.messages) if getattr(m, "role", "") == "assistant"),
                  None)
     if not calls:
-        obs, r, terminated, truncated, info = env.step(segment.last_reply)
+        obs, r, terminated, truncated, info = await env.astep(segment.last_reply)
         return obs, ((float(r), info) if terminated or truncated else None)
     answer = []
     for call in calls:
-        obs, r, terminated, truncated, info = env.step({"name": call.name, "arguments": call.arguments})
+        obs, r, terminated, truncated, info = await env.astep({"name": call.name, "arguments": call.arguments})
         answer.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": obs})
         if terminated or truncated:
             return answer, (float(r), info)

@@ -46,7 +46,7 @@ from typing import Any
 from uuid import uuid4
 
 from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
-from frog_gym.toolcalls import assistant_message, parse_tool_calls, step_reply
+from frog_gym.toolcalls import assistant_message, astep_reply, parse_tool_calls
 from frog_gym.toolspec import openai_tools
 
 try:
@@ -83,7 +83,7 @@ class FrogSWEAgentLoop(AgentLoopBase):
         env = await asyncio.to_thread(_make_env, extra)
         try:
             try:
-                prompt, _ = await asyncio.to_thread(env.reset, options={"task_id": extra.get("task_id")})
+                prompt, _ = await env.areset(options={"task_id": extra.get("task_id")})
             except (SandboxError, SandboxUnavailableError) as e:
                 return await self._unscored(messages, tools, str(e))
             messages.append({"role": "user", "content": prompt})
@@ -104,7 +104,7 @@ class FrogSWEAgentLoop(AgentLoopBase):
                 text = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
                 prefix = f"call_{turns}_"
                 messages.append(assistant_message(parse_tool_calls(text, id_prefix=prefix)))
-                step = await asyncio.to_thread(step_reply, env, text, id_prefix=prefix)
+                step = await astep_reply(env, text, id_prefix=prefix)
                 if step.done:
                     outcome = step
                     break
@@ -119,7 +119,7 @@ class FrogSWEAgentLoop(AgentLoopBase):
                 prompt_ids, mask, logprobs = merged.token_ids, new_mask, new_logprobs or []
             submitted = outcome is not None and outcome.terminated
             if outcome is None:  # turns or tokens ran out: grade the state as it stands
-                _, reward, _, _, info = await asyncio.to_thread(env.step, {"tool": "submit"})
+                _, reward, _, _, info = await env.astep({"tool": "submit"})
             else:
                 reward, info = outcome.reward, outcome.info
             infra = info.get("infra_failure")
@@ -144,7 +144,7 @@ class FrogSWEAgentLoop(AgentLoopBase):
                                        "steps": info.get("steps")}},
             )
         finally:
-            await asyncio.to_thread(env.close)
+            await env.aclose()
 
     async def _unscored(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                         why: str) -> AgentLoopOutput:
@@ -170,7 +170,7 @@ def _make_env(extra: dict[str, Any]) -> Any:
         env_kwargs = json.loads(env_kwargs) if env_kwargs.strip() else {}
     if extra.get("partial_credit"):
         env_kwargs = {**env_kwargs, "partial_credit": True}
-    return gym.make(extra.get("env_id") or "FrogSWE-v0", **env_kwargs)
+    return gym.make(extra.get("env_id") or "FrogSWE-v0", **env_kwargs).unwrapped  # its async API
 
 
 def _clip(text: str, keep: int) -> str:
