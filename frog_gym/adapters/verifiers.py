@@ -67,9 +67,9 @@ INFRA = "FrogSWE infrastructure failure (not scored):"
 """How the message of an infrastructure failure's error starts."""
 
 SYSTEM_PROMPT = (
-    "You are fixing a bug in a Python repository. Reply with exactly one tool call per message: a JSON "
-    "object such as {\"tool\": \"bash\", \"command\": \"pytest -x -q\"}, or a fenced ```bash block. "
-    "Call {\"tool\": \"submit\"} when the bug is fixed.")
+    "You are fixing a bug in a Python repository. Use the tools you are given, and call submit when the bug "
+    "is fixed. Without tool calling, reply with one tool call per message as a JSON object such as "
+    "{\"tool\": \"bash\", \"command\": \"pytest -x -q\"}, or a fenced ```bash block.")
 
 
 class FrogSWETasksetConfig(vf.TasksetConfig):
