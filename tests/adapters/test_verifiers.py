@@ -56,11 +56,64 @@ def test_a_scripted_rollout_fixes_the_bug_and_is_rewarded(monkeypatch):
     assert requests[2]["messages"][-1]["content"].startswith("Error:")  # "what now?" was malformed: an observation
 
 
+def test_requests_carry_the_tools_and_native_calls_are_answered_by_tool_messages(monkeypatch):
+    from frog_gym.agents.oracle import OracleAgent
+    from frog_gym.toolspec import openai_tools
+
+    oracle = OracleAgent()
+    oracle.reset("", {"task_id": TOY})
+    fix = [dict(oracle.act("")) for _ in range(len(oracle._queue))]
+    calls = [[a.pop("tool"), a] for a in fix]
+    episode, requests = _rollout([{"tool_calls": [["bash", {"command": "git status --short"}]]},
+                                  {"tool_calls": calls}], monkeypatch)  # the fix and submit in one reply
+    assert not episode.errors
+    (trace,) = episode.traces
+    assert trace.rewards["frog_resolved"].score == 1.0 and trace.info["frog"]["status"] == "RESOLVED_FULL"
+    assert all(r["tools"] == openai_tools() for r in requests) and len(requests) == 2
+    answer = requests[1]["messages"][-1]
+    assert answer["role"] == "tool" and answer["tool_call_id"] == "call_1_0" and "[exit code 0]" in answer["content"]
+    assert requests[1]["messages"][-2]["tool_calls"][0]["function"]["name"] == "bash"
+
+
 def test_an_unfixed_bug_scores_zero_at_the_step_budget(monkeypatch):
     episode, _ = _rollout(["```bash\nls\n```"] * 3, monkeypatch, max_steps=3)
     (trace,) = episode.traces
     assert not episode.errors and trace.rewards["frog_resolved"].score == 0.0
     assert trace.info["frog"]["steps"] == 3 and trace.info["frog"]["status"] == "RESOLVED_NO"
+
+
+def test_episodes_run_concurrently_on_one_event_loop(monkeypatch):
+    """Four rollouts at once on verifiers' loop: their 3 s commands run at the same time (the adapter awaits the
+    env's astep, so no episode waits for another's command). Each command prints when it ran, by the sandbox's
+    clock; the test counts how many ran at once."""
+    from frog_gym.adapters.verifiers import load_environment
+
+    monkeypatch.setenv("SCRIPTED_MODEL_KEY", "unused")
+    n = 4
+    span = '```bash\ns=$(date +%s.%N); sleep 3; echo "span $s $(date +%s.%N)"\n```'
+    model = ScriptedModel([span] * (2 * n))
+    env = load_environment(task_ids=[TOY], env_id="FrogSWE-Toy-v0", max_steps=2)
+    ctx = vf.ModelContext(model="scripted", client=vf.EvalClientConfig(base_url=model.base_url,
+                                                                         api_key_var="SCRIPTED_MODEL_KEY"))
+    task = next(iter(env.taskset))
+
+    async def run():
+        async with env.serving():
+            return await asyncio.gather(*(env.run_episode(task, ctx) for _ in range(n)))
+
+    try:
+        episodes = asyncio.run(run())
+        spans = {tuple(map(float, line.split()[1:3])) for r in model.requests for m in r["messages"]
+                 if m["role"] == "user" for line in str(m["content"]).splitlines() if line.startswith("span ")}
+    finally:
+        model.close()
+    for episode in episodes:
+        (trace,) = episode.traces
+        assert not episode.errors and trace.rewards["frog_resolved"].score == 0.0
+        assert trace.info["frog"]["steps"] == 2 and trace.info["frog"]["status"] == "RESOLVED_NO"
+    assert len(spans) == n  # one per episode: the second command ends it (the budget), its output reaches no model
+    at_once = max(sum(a <= t < b for a, b in spans) for t, _ in spans)
+    assert at_once >= 3, sorted(spans)
 
 
 def _oracle_replies() -> list[str]:
