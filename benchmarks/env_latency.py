@@ -28,6 +28,13 @@ load 1.8-2.1): same task after a graded episode 1.71x and 1.86x its floor in two
 0.5 ms; target 2x: met; 14.9x in session 4, when the spare shell's launch forked the whole driver), + the first
 ``bash true`` 1.1-1.4x; mid-episode 7-8x (the kernel's kill of the sandbox and a walk: not met); a repository
 switch 0.05-0.12x of ``cp -a`` + ``rm -rf``, 0.5-1.1x with the first command.
+
+Issue 25's heavy set (2026-12-04, ``--skip-resets --set heavy --n 2 --no-cold``, 40 tasks of 16 repositories, the
+oracle and the always-equal check included, load 4.3-6.5 at start and 4.5 at the end, 2 shared cores): warm grade /
+cold bare pytest median wall 0.77x, CPU 0.96x (target 0.5x: not met); worst 2.46x wall (pyflakes__combo2-55b9a4ae,
+CPU 1.35x: a wall outlier under load; the heavy tasks lie at 0.5-1.3x); / pytest's reported time, median 1.39x
+(target 1.5x: met). The three requests tasks' bare side ran in a sandbox (their ids name /testbed): a first run
+of this set, whose bare side ran none of their tests, printed 5-6x for them.
 """
 
 from __future__ import annotations

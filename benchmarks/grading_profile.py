@@ -26,6 +26,14 @@ the whole run's): per-test costs of the guard's hook, the vault's entry and body
                                          [--first K] [--baseline-plugin DIR --sides bare,graded,base] [--no-profile]
 
 The load average is printed at the start and the end.
+
+Measured (2026-12-04, 2 shared cores, load 2.3-3.4, ``--n 3 --sides bare,graded,base --no-profile`` with ``base`` the
+report plugin of main at c6b2ffd): graded run CPU / bare pytest CPU, this checkout against main's plugin:
+marshmallow__combo2-9e9ce6ca 1.17x vs 1.41x, tomlkit__combo2-74b3a849 1.35x vs 1.51x, pyflakes__combo2-cd9d9021
+1.52x vs 1.92x, inflection__handwritten-0005 1.39x vs 1.88x (what the plugin adds: 31-60% less). Audit events per
+graded test on pyflakes: 470 before (``builtins.id`` 268, ``object.__getattr__`` 168), about 100 after. The guard
+alone (``guard``) adds nothing per test; what it cost was pytest imported by each process a test starts (pyflakes'
+command-line tests), 0.1-0.3 s each before.
 """
 
 from __future__ import annotations
