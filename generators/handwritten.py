@@ -86,8 +86,8 @@ def generate_handwritten(spec, tasks_dir: str | None = None) -> int:
     task file as ``<repo>__handwritten-<n>``; returns how many were written."""
     from frog_gym.generators.synthesis import GenerateConfig, append_task, read_existing, tasks_path
     from frog_gym.generators.validate import bug_changes, patches, validate
-    from frog_gym.snapshot import prepare
-    from frog_gym.task import Task
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.catalog.task import Task
 
     repo = prepare(spec)
     out = tasks_path(spec, GenerateConfig(tasks_dir=tasks_dir))

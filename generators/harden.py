@@ -48,8 +48,8 @@ from frog_gym.generators.synthesis import (
     tasks_path,
 )
 from frog_gym.generators.undo import UndoCache
-from frog_gym.snapshot import prepare
-from frog_gym.spec import RepoSpec
+from frog_gym.catalog.snapshot import prepare
+from frog_gym.catalog.spec import RepoSpec
 
 HARD_FAMILIES = ("dropped_guard", "missing_branch", "reordered_statements", "unforwarded_argument")
 """The families none of whose registered bugs one candidate edit undoes (``benchmarks/one_edit_undo.py``)."""

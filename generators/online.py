@@ -56,10 +56,10 @@ from frog_gym.generators.validate import baseline
 
 from frog_gym import paths
 from frog_gym.curriculum import PendingTask
-from frog_gym.snapshot import PreparedRepo, prepare
-from frog_gym.live import LIVE_MARK, MIRROR_MARK
-from frog_gym.spec import load_repo
-from frog_gym.task import add_task_dir, load_task, refresh_tasks, task_index
+from frog_gym.catalog.snapshot import PreparedRepo, prepare
+from frog_gym.catalog.live import LIVE_MARK, MIRROR_MARK
+from frog_gym.catalog.spec import load_repo
+from frog_gym.catalog.task import add_task_dir, load_task, refresh_tasks, task_index
 
 
 @dataclass

@@ -136,9 +136,9 @@ def symbols_of(spec, tree: Path) -> tuple[Symbols, frozenset[str]]:  # noqa: ANN
 def repo_symbols(name: str, version: str = "", sha256: str = "") -> tuple[Symbols, frozenset[str], Path]:
     """``(symbols, packages, snapshot tree)`` of a registered repository, or of one of its releases
     (``version``/``sha256``: a FrogLive task's); fetches the sdist on first use."""
-    from frog_gym.live import release_spec
-    from frog_gym.snapshot import snapshot_tree
-    from frog_gym.spec import load_repo
+    from frog_gym.catalog.live import release_spec
+    from frog_gym.catalog.snapshot import snapshot_tree
+    from frog_gym.catalog.spec import load_repo
 
     spec = load_repo(name)
     if version:

@@ -13,7 +13,7 @@ Instance ids are ``<repo>__<family>-<sha8>`` (``<repo>__combo<k>-<sha8>`` for co
 taken over the seed and the sites.
 
 Example (what ``frog-gym generate toolz --max-tasks 40 --seed 0`` runs):
-    >>> from frog_gym.spec import load_repo
+    >>> from frog_gym.catalog.spec import load_repo
     >>> summary = generate(load_repo("toolz"), GenerateConfig(max_tasks=40, seed=0))  # doctest: +SKIP
 """
 
@@ -43,10 +43,10 @@ from frog_gym.generators.hidden import hidden_tests_patch
 from frog_gym.generators.operators import enclosing_function, find_mutations
 from frog_gym.generators.restate import WRITER, compose, kept_failure
 from frog_gym.generators.validate import Validation, patches, record_oracle, validate
-from frog_gym.snapshot import PreparedRepo, prepare
-from frog_gym.spec import RepoSpec
-from frog_gym.task import Task, ids_sidecar_text
-from frog_gym.workspace import Change, Template, Workspace
+from frog_gym.catalog.snapshot import PreparedRepo, prepare
+from frog_gym.catalog.spec import RepoSpec
+from frog_gym.catalog.task import Task, ids_sidecar_text
+from frog_gym.sandbox.workspace import Change, Template, Workspace
 
 GENERATOR = "frog-gym/mutation-v1"
 
@@ -158,7 +158,7 @@ def _sha8(*parts: object) -> str:
 def module_name(spec: RepoSpec, path: str) -> str:
     """Dotted module name of a source path, relative to the spec's import paths.
 
-    >>> from frog_gym.spec import load_repo
+    >>> from frog_gym.catalog.spec import load_repo
     >>> module_name(load_repo("cachetools"), "src/cachetools/keys.py")
     'cachetools.keys'
     """
@@ -764,7 +764,7 @@ def regrade_record(spec: RepoSpec, record: dict[str, Any], cfg: GenerateConfig) 
     None)``, or ``("infrastructure failure: ...", record)`` (kept unchanged; run again).
     """
     from frog_gym.generators.validate import graded_disagreements
-    from frog_gym.workspace import apply_patch
+    from frog_gym.sandbox.workspace import apply_patch
 
     _, template, ws, _, runner = _worker_state(spec, cfg.fork_server)
     f2p, p2p = list(record["FAIL_TO_PASS"]), list(record["PASS_TO_PASS"])

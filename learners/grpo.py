@@ -225,7 +225,7 @@ def task_pool(cfg: GRPOConfig) -> list[str]:
 
 def make_envs(cfg: GRPOConfig, n: int) -> list[Any]:
     """``n`` envs of ``cfg.env_id`` with the episode budget of ``cfg``."""
-    from frog_gym.distributed import make_env
+    from frog_gym.bench.distributed import make_env
 
     return [make_env(cfg.env_id, cfg.ray_address or None, max_steps=cfg.max_turns, wall_time_s=cfg.wall_time_s,
                      partial_credit=cfg.partial_credit, max_episode_steps=cfg.max_turns) for _ in range(n)]

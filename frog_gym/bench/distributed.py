@@ -11,10 +11,10 @@ actor lost with its node is replaced at once; at most ``max_starting`` actors bu
 An actor or node that dies mid-episode is an infrastructure failure, not the agent's: the episode is run
 again from its start on another actor (``max_retries`` times; after that it is recorded with
 ``infra_failure`` set, which is never scored). Episodes run through the same function as the local
-process pool (:func:`frog_gym.bench._episode`), with the same seeds, so results match it.
+process pool (:func:`frog_gym.bench.runner._episode`), with the same seeds, so results match it.
 
 Example:
-    >>> from frog_gym.distributed import PoolConfig, RayEnvPool, connect  # doctest: +SKIP
+    >>> from frog_gym.bench.distributed import PoolConfig, RayEnvPool, connect  # doctest: +SKIP
     >>> connect(None, num_cpus=2)                                        # a local Ray; or "HOST:6379"  # doctest: +SKIP
     >>> pool = RayEnvPool(PoolConfig(workers=2, spares=1))               # doctest: +SKIP
     >>> for d in pool.run_episodes(spec, "oracle", {}, "oracle", spec.episodes()):  # doctest: +SKIP
@@ -254,8 +254,8 @@ class EnvActor:
 
     def warm(self, repos: Sequence[str]) -> dict[str, Any]:
         """Prepare the repositories' snapshots and venvs on this node (a no-op where they are cached)."""
-        from frog_gym.snapshot import prepare
-        from frog_gym.spec import load_repo
+        from frog_gym.catalog.snapshot import prepare
+        from frog_gym.catalog.spec import load_repo
 
         t = time.monotonic()
         for repo in repos:
@@ -265,7 +265,7 @@ class EnvActor:
     def episode(self, spec_toml: str, agent: str, opts: dict[str, Any], label: str, task_id: str,
                 sample: int) -> dict[str, Any]:
         """Run one episode exactly as a local bench worker does; returns its result and its trajectory."""
-        from frog_gym.bench import _episode, trajectory_path
+        from frog_gym.bench.runner import _episode, trajectory_path
 
         with tempfile.TemporaryDirectory(prefix="frog-gym-ray-") as out:
             d = _episode(spec_toml, agent, opts, label, task_id, sample, out)
@@ -296,7 +296,7 @@ class EnvActor:
         return self.env.unwrapped.diff()
 
     def close(self) -> None:
-        from frog_gym import bench
+        from frog_gym.bench import runner as bench
 
         if self.env is not None:
             self.env.close()
@@ -319,7 +319,7 @@ class RayEnvPool:
     def __init__(self, config: PoolConfig | None = None, repos: Sequence[str] = ()):
         ray = require_ray()
         if not ray.is_initialized():
-            raise RayError("Ray is not connected; call frog_gym.distributed.connect() first.")
+            raise RayError("Ray is not connected; call frog_gym.bench.distributed.connect() first.")
         self.ray, self.config, self.repos = ray, config or PoolConfig(), sorted(set(repos))
         check_capacity(ray, self.config)
         opts: dict[str, Any] = {"num_cpus": self.config.cpus_per_env, "max_restarts": 0, "max_concurrency": 1}
@@ -483,8 +483,8 @@ class RayEnvPool:
     @staticmethod
     def _gave_up(spec: Any, label: str, opts: dict[str, Any], task_id: str, sample: int, tries: int,
                  e: BaseException) -> dict[str, Any]:
-        from frog_gym.harness import EpisodeResult
-        from frog_gym.task import load_task
+        from frog_gym.bench.harness import EpisodeResult
+        from frog_gym.catalog.task import load_task
 
         r = EpisodeResult(task_id=task_id, sample=sample, seed=spec.seed + sample, agent=label,
                           fingerprint=spec.fingerprint(), repo=load_task(task_id).repo, agent_opts=dict(opts),

@@ -16,7 +16,7 @@ Episodes run in worker processes (``spawn``), each keeping one env for its episo
 they run in this process.
 
 Example:
-    >>> from frog_gym.harness import HarnessSpec
+    >>> from frog_gym.bench.harness import HarnessSpec
     >>> spec = HarnessSpec.for_suite("inflection__handwritten-0002")
     >>> summary = bench(spec, "noop", {}, "/tmp/frog-bench-doc", workers=1, progress=False)  # doctest: +SKIP
     >>> summary.finished  # doctest: +SKIP
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym.errors import FrogGymError
-from frog_gym.harness import EpisodeResult, HarnessSpec, make_env, run_episode
+from frog_gym.bench.harness import EpisodeResult, HarnessSpec, make_env, run_episode
 
 RESULTS = "results.jsonl"
 
@@ -142,7 +142,7 @@ def _init_worker(parent: int) -> None:
     import signal
     from multiprocessing.util import Finalize
 
-    from frog_gym.reaper import die_with_parent
+    from frog_gym.sandbox.reaper import die_with_parent
 
     def close_env() -> None:
         if _ENV is not None:
@@ -173,7 +173,7 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
         label: the name results carry (default ``agent``); the leaderboard shows it.
         progress: draw a progress bar.
         limit: run at most this many of the pending episodes (for smoke checks and benchmarks).
-        ray: run the episodes on Ray actors instead of local processes (:mod:`frog_gym.distributed`):
+        ray: run the episodes on Ray actors instead of local processes (:mod:`frog_gym.bench.distributed`):
             ``"local"`` (or ``""``) starts a Ray on this machine, ``"HOST:PORT"`` or ``"auto"`` joins a cluster.
         spares: with ``ray``, warm actors kept to replace those that die.
         cpus_per_env: with ``ray``, CPUs each actor reserves (default :attr:`PoolConfig.cpus_per_env`).
@@ -218,8 +218,8 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
     ray_pool = None
     try:
         if ray is not None:
-            from frog_gym.distributed import PoolConfig, RayEnvPool, connect
-            from frog_gym.task import load_task
+            from frog_gym.bench.distributed import PoolConfig, RayEnvPool, connect
+            from frog_gym.catalog.task import load_task
 
             pool_config = PoolConfig(workers=workers, spares=spares, **({} if cpus_per_env is None else
                                                                         {"cpus_per_env": cpus_per_env}))

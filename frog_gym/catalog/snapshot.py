@@ -34,8 +34,8 @@ from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel
 
 from frog_gym import paths
 from frog_gym.errors import HashMismatchError, OfflineError, SourceError
-from frog_gym.integrity import GRADING_VERSION
-from frog_gym.spec import RepoSpec, check_python
+from frog_gym.grading.integrity import GRADING_VERSION
+from frog_gym.catalog.spec import RepoSpec, check_python
 
 TESTBED = "/testbed"
 """Where the repository appears inside every sandbox."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym.errors import SourceError, SpecError, UnknownNameError
-from frog_gym.schema import Field, check
+from frog_gym.catalog.schema import Field, check
 
 if sys.version_info >= (3, 11):
     import tomllib

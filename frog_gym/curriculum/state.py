@@ -297,7 +297,7 @@ def registry_priors(
         runs)``, ready for :class:`CurriculumState`'s ``features=`` and ``reference_pass_rates=``.
     """
     from frog_gym.generators.difficulty import reference_pass_rates
-    from frog_gym.task import load_task, task_index
+    from frog_gym.catalog.task import load_task, task_index
 
     index = task_index()
     known = [t for t in task_ids if t in index]

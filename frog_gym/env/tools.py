@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym.errors import did_you_mean
-from frog_gym.toolspec import TOOLS
+from frog_gym.env.toolspec import TOOLS
 
 TESTBED = "/testbed"
 MAX_ACTION_CHARS = 1_000_000

@@ -1,7 +1,7 @@
 """Grading, the way SWE-bench grades: run FAIL_TO_PASS ∪ PASS_TO_PASS in a fresh copy, trust no stdout.
 
 ``grade`` takes the agent's changes, keeps only edits to the package's own source (test files, pytest
-configuration and interpreter start-up hooks stay pristine: :func:`frog_gym.integrity.out_of_scope`),
+configuration and interpreter start-up hooks stay pristine: :func:`frog_gym.grading.integrity.out_of_scope`),
 scans what they add for tampering, writes them into a fresh copy of the task's starting tree, appends
 canary tests, and runs exactly the selected tests in a new sandbox where the test files are read-only. A
 plugin writes a report signed with a per-run key into a folder the agent never sees; the report is
@@ -9,7 +9,7 @@ verified, cross-checked with pytest's exit code and the canaries, and becomes a 
 caught forgery scores 0 with its reasons in ``tampering``. A sandbox that fails to start is an
 infrastructure failure, never the agent's failure; a test run that outlives the grading timeout is the
 agent's (its code runs there). Identical changes reuse the cached grade (keyed by the grading version).
-By default the test run happens in the repository's warm grading server (:mod:`frog_gym.grading_server`:
+By default the test run happens in the repository's warm grading server (:mod:`frog_gym.grading.server`:
 the same command line, every layer kept, a clean forked child per grade), and cold where none can start.
 """
 
@@ -31,14 +31,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from frog_gym import oracle, paths
+from frog_gym import paths
+
+from frog_gym.grading import oracle
 from frog_gym.errors import SourceError
-from frog_gym.integrity import GRADING_VERSION, Canaries, grading_code_digest, out_of_scope, scan, verify
+from frog_gym.grading.integrity import GRADING_VERSION, Canaries, grading_code_digest, out_of_scope, scan, verify
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox import make_sandbox
-from frog_gym.snapshot import PreparedRepo, venv_key
-from frog_gym.task import Task
-from frog_gym.workspace import Change, Template, Workspace, append_file, apply_patch, write_changes
+from frog_gym.catalog.snapshot import PreparedRepo, venv_key
+from frog_gym.catalog.task import Task
+from frog_gym.sandbox.workspace import Change, Template, Workspace, append_file, apply_patch, write_changes
 
 
 class TestStatus(str, enum.Enum):
@@ -85,7 +87,7 @@ class GradeReport:
     log_path: str = ""
     """The raw test log of this grade (see :func:`write_test_log`), under ``$FROG_GYM_HOME/grades``."""
     oracle: dict[str, Any] | None = None
-    """The behavioural oracle's verdict (:class:`frog_gym.oracle.OracleVerdict`: ``calls``, ``matched``,
+    """The behavioural oracle's verdict (:class:`frog_gym.grading.oracle.OracleVerdict`: ``calls``, ``matched``,
     ``passed``, ``mismatch``); None where the task has none."""
 
     @property
@@ -236,7 +238,7 @@ def pristine_binds(repo: PreparedRepo) -> tuple[tuple[Path, str, bool], ...]:
 
 @functools.lru_cache(maxsize=64)
 def _startup_owned(tree: str, import_paths: tuple[str, ...]) -> tuple[str, ...]:
-    from frog_gym.grading_server import _owned_modules
+    from frog_gym.grading.server import _owned_modules
 
     owned = _owned_modules(Path(tree), import_paths)
     return tuple(owned) if PYTEST_STARTUP & set(owned) else ()
@@ -437,7 +439,7 @@ def hidden_test_changes(task: Task, template: Template) -> list[Change] | str:
 
     A synthetic task's template lacks them when it was built hidden (``template.hidden_tests``; visible-tests
     templates keep them); a FrogLive task's release never had them."""
-    from frog_gym.live import is_live
+    from frog_gym.catalog.live import is_live
 
     if not task.test_patch.strip() or not (template.hidden_tests or is_live(task.instance_id)):
         return []
@@ -480,13 +482,13 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     """Grade the agent's ``changes`` to ``task`` (see the module docstring). ``scratch`` is reused.
 
     ``warm`` (default: on unless ``FROG_GYM_GRADE_SERVER=0``) runs the tests in the repository's warm
-    grading server (:mod:`frog_gym.grading_server`), with every layer kept; where none can start, or it
+    grading server (:mod:`frog_gym.grading.server`), with every layer kept; where none can start, or it
     can't vouch for a run, the grade runs cold in ``scratch``.
 
     ``rng`` draws the canaries' names and values (default: fresh system randomness, so no agent can
     predict them); ``unread`` lists changed files that were too large to collect (path -> why)."""
     if warm is None:
-        from frog_gym.grading_server import enabled
+        from frog_gym.grading.server import enabled
 
         warm = enabled()
     kept, discarded = scope(repo, task, template, changes)
@@ -565,7 +567,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
 def _run_warm(repo: PreparedRepo, template: Template, kept: list[Change], task: Task, canaries: Canaries,
               timeout: float) -> RunResult | None:
     """The test run of a grade in the repository's warm server; None: grade cold instead."""
-    from frog_gym import grading_server
+    from frog_gym.grading import server as grading_server
 
     server = grading_server.server_for(repo, template)
     if server is None:

@@ -13,7 +13,7 @@ from frog_gym.errors import UnknownNameError
 from frog_gym.sandbox.base import ExecResult, Limits, Sandbox
 
 if TYPE_CHECKING:
-    from frog_gym.snapshot import PreparedRepo
+    from frog_gym.catalog.snapshot import PreparedRepo
 
 BACKENDS = ("local", "docker")
 

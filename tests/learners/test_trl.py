@@ -36,8 +36,8 @@ def _tiny_qwen_style(path):
     from frog_gym.learners.toy import tiny_gpt2, train_tokenizer
     from trl.chat_template_utils import qwen3_chat_template
 
-    from frog_gym.prompt import render_prompt
-    from frog_gym.task import load_task
+    from frog_gym.env.prompt import render_prompt
+    from frog_gym.catalog.task import load_task
 
     tools = [inspect.getdoc(getattr(FrogSWEToolEnv, name)) for name in ("bash", "view", "str_replace", "create",
                                                                           "submit")]
