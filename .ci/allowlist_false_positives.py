@@ -12,7 +12,7 @@ bug patch applied, the fixed version is that plus the fix. Two figures per set:
   the one the target (at most 1% of fixes) is about: for a gold patch, grading's own allowance (vocabulary the
   repository's own version of the file uses) is the fixed file itself, so as graded no gold patch can be flagged.
 - **as graded**: with that allowance (``pristine`` = the file as the task's gold patch leaves it), as
-  :func:`frog_gym.grading.runner.grade` calls the check.
+  :func:`frog_gym.grading.grade.grade` calls the check.
 
 A fix counts once however many of its files are flagged. It prints the counts, the rate and every flagged fix
 with what was flagged; ``--markdown FILE`` also writes them as a table (``docs/allowlist-false-positives.md``

@@ -20,7 +20,7 @@ from pathlib import Path
 import frog_gym  # noqa: F401
 from frog_gym.agents.oracle import hunks
 from frog_gym.env import FrogSWEEnv
-from frog_gym.grading.runner import grade
+from frog_gym.grading.grade import grade
 from frog_gym.sandbox import make_sandbox
 from frog_gym.catalog.snapshot import prepare
 from frog_gym.catalog.spec import load_repo

@@ -48,7 +48,8 @@ import gymnasium as gym
 import frog_gym  # noqa: F401
 from frog_gym import paths
 from frog_gym.grading import server as grading_server
-from frog_gym.grading.runner import grade, patch_files
+from frog_gym.grading.runner import patch_files
+from frog_gym.grading.grade import grade
 from frog_gym.catalog.snapshot import prepare
 from frog_gym.catalog.spec import load_repo
 from frog_gym.catalog.task import load_task

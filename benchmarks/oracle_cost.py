@@ -33,7 +33,8 @@ from cpumeter import CpuMeter  # noqa: E402
 from frog_gym import paths# noqa: E402
 
 from frog_gym.grading import oracle
-from frog_gym.grading.runner import _patched, grade, hidden_test_changes, patch_files  # noqa: E402
+from frog_gym.grading.runner import _patched, hidden_test_changes, patch_files  # noqa: E402
+from frog_gym.grading.grade import grade
 from frog_gym.catalog.live import is_live, task_spec  # noqa: E402
 from frog_gym.catalog.snapshot import prepare  # noqa: E402
 from frog_gym.catalog.task import load_task, registered_task_ids  # noqa: E402

@@ -64,7 +64,7 @@ def record_results(run: str | Path, label: str | None = None) -> Counter:
     """Store the solve rates of a ``frog-gym bench`` run directory in the registered task records (the
     task files are rewritten; content hashes do not change). Returns how many tasks got a rate per file."""
     from frog_gym.bench.runner import load_results
-    from frog_gym.generators.synthesis import rewrite_task_file
+    from frog_gym.generators.taskfiles import rewrite_task_file
     from frog_gym.catalog.task import refresh_tasks, task_index
 
     table = tally(load_results(run), label)

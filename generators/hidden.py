@@ -227,7 +227,7 @@ def hidden_tests_patch(tree: Path, fail_to_pass: list[str] | tuple[str, ...], is
 
 def hide_tests_file(path: Path) -> Counter:
     """Set ``test_patch`` of every task of one ``<repo>.jsonl`` (in place) from its pristine snapshot."""
-    from frog_gym.generators.synthesis import read_existing, rewrite_task_file
+    from frog_gym.generators.taskfiles import read_existing, rewrite_task_file
     from frog_gym.catalog.snapshot import snapshot_tree
     from frog_gym.catalog.spec import load_repo
 

@@ -240,7 +240,8 @@ def read_any(src: str | Path) -> list[Task]:
 def import_tasks(src: str | Path, dest_dir: str | Path | None = None, check_repos: bool = True) -> dict[str, int]:
     """Append the tasks of ``src`` to ``<dest_dir>/<repo>.jsonl`` (default: the registry), skipping ids that
     are already there; returns how many were added per repository."""
-    from frog_gym.generators.synthesis import append_task, read_existing, tasks_path, GenerateConfig
+    from frog_gym.generators.synthesis import tasks_path, GenerateConfig
+    from frog_gym.generators.taskfiles import append_task, read_existing
     from frog_gym.catalog.spec import load_repo
 
     cfg = GenerateConfig(tasks_dir=str(dest_dir) if dest_dir else None)

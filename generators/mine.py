@@ -12,7 +12,7 @@ API), and for each consecutive pair (N, N+1) of releases with a source distribut
    makes each group pass on N (delta debugging over files, then hunks); groups with equal hunk sets merge;
 5. writes the task (release N as the starting tree, the hunks as the gold ``patch``, N+1's test files of
    those tests as the hidden ``test_patch``), and validates it three times exactly as graded
-   (:func:`frog_gym.grading.runner.grade`): FAIL_TO_PASS fail and PASS_TO_PASS pass without a fix, all pass with
+   (:func:`frog_gym.grading.grade.grade`): FAIL_TO_PASS fail and PASS_TO_PASS pass without a fix, all pass with
    the gold patch;
 6. takes its problem statement from release N+1's changelog entry that names what the fix touches, or
    generates one from the failures and flags it (``provenance["statement"] == "generated"``).
@@ -49,7 +49,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from frog_gym import paths
-from frog_gym.grading.runner import TestStatus, grade, run_tests
+from frog_gym.grading.runner import TestStatus, run_tests
+from frog_gym.grading.grade import grade
 from frog_gym.catalog.live import LIVE_MARK, MIRROR_MARK, release_spec
 from frog_gym.catalog.snapshot import PreparedRepo, prepare, resolve_lock, snapshot_tree
 from frog_gym.catalog.spec import RepoSpec, load_repo, repos_dir

@@ -37,21 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym.generators import coverage_map, statements
-from frog_gym.generators.synthesis import (
-    Candidate,
-    GenerateConfig,
-    Site,
-    _sample_tests,
-    _sha8,
-    all_sites,
-    append_task,
-    combinable,
-    combination_tests,
-    covering_tests,
-    make_task,
-    order_sites,
-    validate_candidate,
-)
+from frog_gym.generators.synthesis import Candidate, GenerateConfig, Site, _sample_tests, _sha8, all_sites, combinable, combination_tests, covering_tests, make_task, order_sites, validate_candidate
+from frog_gym.generators.taskfiles import append_task
 from frog_gym.generators.validate import baseline
 
 from frog_gym import paths

@@ -104,7 +104,7 @@ def _named_symbols(text: str, packages: set[str]) -> list[str]:
 
 def packages_of(spec, tree: Path) -> set[str]:  # noqa: ANN001 (a RepoSpec)
     """Top-level import names of the code generators mutate (``generate.mutable``, else the import paths)."""
-    from frog_gym.generators.synthesis import module_name
+    from frog_gym.catalog.spec import module_name
 
     out = set()
     for r in spec.mutable:

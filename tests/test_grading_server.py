@@ -20,7 +20,8 @@ from frog_gym import paths
 
 from frog_gym.grading import server as grading_server
 from frog_gym.grading import runner as grading
-from frog_gym.grading.runner import TestStatus, grade, patch_files
+from frog_gym.grading.runner import TestStatus, patch_files
+from frog_gym.grading.grade import grade
 from frog_gym.grading.integrity import Canaries
 from frog_gym.catalog.snapshot import prepare
 from frog_gym.catalog.spec import load_repo

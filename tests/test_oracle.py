@@ -364,7 +364,7 @@ def test_no_recorded_task_had_a_gold_test_change_outcome_under_recording():
 
 
 def test_partial_credit_counts_the_oracle_calls_that_agree():
-    from frog_gym.grading.runner import GradeReport, ResolvedStatus
+    from frog_gym.grading.grade import GradeReport, ResolvedStatus
 
     r = GradeReport(ResolvedStatus.FULL, {}, {"success": ["a"], "failure": []}, {"success": ["b"], "failure": []},
                     1, 0.0, oracle={"calls": 4, "matched": 3, "passed": False, "mismatch": "m:f: call 2 of 4 ..."})

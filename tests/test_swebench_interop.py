@@ -18,7 +18,7 @@ import pytest
 
 from frog_gym import paths
 from frog_gym.generators import interop
-from frog_gym.grading.runner import GradeReport, grade
+from frog_gym.grading.grade import GradeReport, grade
 from frog_gym.sandbox import Limits, make_sandbox
 from frog_gym.catalog.live import task_spec
 from frog_gym.catalog.snapshot import prepare

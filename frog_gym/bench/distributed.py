@@ -11,7 +11,7 @@ actor lost with its node is replaced at once; at most ``max_starting`` actors bu
 An actor or node that dies mid-episode is an infrastructure failure, not the agent's: the episode is run
 again from its start on another actor (``max_retries`` times; after that it is recorded with
 ``infra_failure`` set, which is never scored). Episodes run through the same function as the local
-process pool (:func:`frog_gym.bench.runner._episode`), with the same seeds, so results match it.
+process pool (:func:`frog_gym.bench.worker._episode`), with the same seeds, so results match it.
 
 Example:
     >>> from frog_gym.bench.distributed import PoolConfig, RayEnvPool, connect  # doctest: +SKIP
@@ -265,7 +265,7 @@ class EnvActor:
     def episode(self, spec_toml: str, agent: str, opts: dict[str, Any], label: str, task_id: str,
                 sample: int) -> dict[str, Any]:
         """Run one episode exactly as a local bench worker does; returns its result and its trajectory."""
-        from frog_gym.bench.runner import _episode, trajectory_path
+        from frog_gym.bench.worker import _episode, trajectory_path
 
         with tempfile.TemporaryDirectory(prefix="frog-gym-ray-") as out:
             d = _episode(spec_toml, agent, opts, label, task_id, sample, out)
@@ -296,14 +296,12 @@ class EnvActor:
         return self.env.unwrapped.diff()
 
     def close(self) -> None:
-        from frog_gym.bench import runner as bench
+        from frog_gym.bench import worker
 
         if self.env is not None:
             self.env.close()
             self.env = None
-        if bench._ENV is not None:
-            bench._ENV.close()
-            bench._ENV = None
+        worker.release()
 
 
 # -- the pool ---------------------------------------------------------------------------------------

@@ -155,7 +155,7 @@ def _task_path(name: str):  # noqa: ANN202 (a Path)
 
 def _dedupe(ids: list[str]) -> int:
     from frog_gym.generators import dedupe
-    from frog_gym.generators.synthesis import read_existing, rewrite_task_file
+    from frog_gym.generators.taskfiles import read_existing, rewrite_task_file
     from frog_gym.catalog.task import refresh_tasks, task_index
 
     total = kept = 0

@@ -30,7 +30,7 @@ import gymnasium as gym
 
 from frog_gym.grading import server as grading_server
 from frog_gym.errors import FrogGymError, SandboxError, UnknownNameError
-from frog_gym.grading.runner import GradeReport, grade
+from frog_gym.grading.grade import GradeReport, grade
 from frog_gym.env.prompt import render_prompt
 from frog_gym.sandbox.reaper import work_dir
 from frog_gym.sandbox.base import Limits

@@ -21,7 +21,8 @@ from gymnasium.utils.env_checker import check_env
 import frog_gym  # noqa: F401  (registers the envs)
 from frog_gym.generators import coverage_map, dedupe, interop, statements
 from frog_gym.generators.statement_check import problems, symbols_of
-from frog_gym.generators.synthesis import GENERATOR, GenerateConfig, generate, read_existing
+from frog_gym.generators.synthesis import GENERATOR, GenerateConfig, generate
+from frog_gym.generators.taskfiles import read_existing
 from frog_gym.generators.validate import validate
 from frog_gym.grading.runner import run_tests
 from frog_gym.catalog.snapshot import prepare
@@ -330,7 +331,7 @@ def test_check_env_on_a_sample_of_generated_ids():
 
 
 def test_ids_sidecar_is_used_only_when_it_matches_its_task_file(tmp_path):
-    from frog_gym.generators.synthesis import write_ids_sidecar
+    from frog_gym.generators.taskfiles import write_ids_sidecar
     from frog_gym.catalog.task import _scan_ids, read_ids_sidecar
 
     task = load_task("inflection__handwritten-0001")
