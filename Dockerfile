@@ -22,4 +22,4 @@ ENV FROG_GYM_HOME=/var/lib/frog-gym FROG_GYM_SERVE_ENV=FrogSWE-v0 FROG_GYM_SERVE
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
     CMD curl -fs -H "Authorization: Bearer $FROG_GYM_SERVE_TOKEN" http://localhost:8000/health || exit 1
-CMD ["uvicorn", "frog_gym.adapters.openenv:app", "--host", "0.0.0.0", "--port", "8000", "--ws-max-size", "16777216"]
+CMD ["uvicorn", "frog_gym.serve:app", "--host", "0.0.0.0", "--port", "8000", "--ws-max-size", "16777216"]

@@ -172,9 +172,11 @@ def test_the_cycle_finder_names_a_cycle(monkeypatch):
 SUBPACKAGES = sorted(p.name for p in (ROOT / "frog_gym").iterdir()
                      if p.is_dir() and (p / "__init__.py").exists())
 TOP_MODULES = {"frog_gym.errors": set(), "frog_gym.paths": {"frog_gym.errors"},
-               "frog_gym.cli": {"frog_gym", "frog_gym.commands", "frog_gym.errors"}}
+               "frog_gym.cli": {"frog_gym", "frog_gym.commands", "frog_gym.errors"},
+               "frog_gym.serve": {"frog_gym", "frog_gym.errors", "frog_gym.env"}}
 """The top-level modules beside ``__init__`` and what each may import: the errors and cache paths everything
-uses, and the console script."""
+uses, and the two process entry points whose paths are documented (``frog-gym`` is ``frog_gym.cli:main``, the
+OpenEnv server is ``uvicorn frog_gym.serve:app``)."""
 
 
 def allowed(sub: str) -> list[str]:

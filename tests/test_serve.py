@@ -100,7 +100,7 @@ def test_an_episode_through_openenvs_generic_client(server):
 
 def test_the_typed_client_solves_a_task_with_the_gold_fix(server):
     from frog_gym.agents.oracle import OracleAgent
-    from frog_gym.adapters.openenv import FrogAction, FrogSWEClient
+    from frog_gym.serve import FrogAction, FrogSWEClient
 
     agent = OracleAgent()
     with FrogSWEClient(base_url=f"{server}/{TOKEN}").sync() as env:
@@ -263,8 +263,8 @@ def test_the_manifest_app_runs_under_uvicorn_as_openenv_runs_it(tmp_path):
     root = Path(__file__).resolve().parents[1]
     manifest = dict(line.split(": ", 1) for line in (root / "openenv.yaml").read_text().splitlines()
                     if line and not line.startswith("#"))
-    assert manifest["runtime"] == "fastapi" and manifest["app"] == "frog_gym.adapters.openenv:app"
-    assert "uvicorn\", \"frog_gym.adapters.openenv:app\"" in (root / "Dockerfile").read_text()
+    assert manifest["runtime"] == "fastapi" and manifest["app"] == "frog_gym.serve:app"
+    assert "uvicorn\", \"frog_gym.serve:app\"" in (root / "Dockerfile").read_text()
     port = _free_port()
     cmd = [sys.executable, "-m", "uvicorn", manifest["app"], "--port", str(port), "--log-level", "warning"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60,

@@ -2,6 +2,6 @@
 
 May import: frog_gym, frog_gym.errors, frog_gym.env, frog_gym.learners.
 
-:mod:`.skyrl` (skyrl-gym's ``BaseTextEnv``), :mod:`.verifiers` (a verifiers taskset and env) and
-:mod:`.openenv` (the OpenEnv server behind ``frog-gym serve``). Each imports its library lazily; install the
-extra named in its docstring."""
+:mod:`.skyrl` (skyrl-gym's ``BaseTextEnv``) and :mod:`.verifiers` (a verifiers taskset and env). The OpenEnv
+server is :mod:`frog_gym.serve`, beside the CLI, so that its documented ``uvicorn frog_gym.serve:app`` stays.
+Each imports its library lazily; install the extra named in its docstring."""

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from frog_gym.errors import did_you_mean
 
     try:
-        from frog_gym.adapters.openenv import ServeConfig, check_token, make_app
+        from frog_gym.serve import ServeConfig, check_token, make_app
     except ImportError as e:  # a dependency of openenv-core itself is missing
         print(f"frog-gym serve: error: {e}; install the extra: pip install 'frog-gym[openenv]'", file=sys.stderr)
         return 2

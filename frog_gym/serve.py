@@ -133,7 +133,7 @@ NO_EPISODE = ("No episode to step: send reset first. Over HTTP there is never on
               "request on a fresh env (HTTP calls are stateless), and a FrogSWE episode needs the workspace its "
               "reset made. Run episodes in a WebSocket session: "
               "any OpenEnv EnvClient (e.g. openenv.core.GenericEnvClient(base_url=...).sync(), or "
-              "frog_gym.adapters.openenv.FrogSWEClient) sends reset and step over /ws.")
+              "frog_gym.serve.FrogSWEClient) sends reset and step over /ws.")
 
 
 class FrogOpenEnv(Environment):
@@ -390,7 +390,7 @@ def make_app(token: str, config: ServeConfig | None = None, max_sessions: int = 
 
 
 def app_from_environment() -> Any:
-    """The app configured by environment variables, for ``uvicorn frog_gym.adapters.openenv:app`` (what ``openenv.yaml``
+    """The app configured by environment variables, for ``uvicorn frog_gym.serve:app`` (what ``openenv.yaml``
     and the ``Dockerfile`` run): ``FROG_GYM_SERVE_TOKEN`` (required), ``FROG_GYM_SERVE_ENV`` (default
     ``FrogSWE-v0``), ``FROG_GYM_SERVE_MAX_SESSIONS`` (4) and ``FROG_GYM_SERVE_IDLE_TIMEOUT`` (600 s; 0: never)."""
     import os
