@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 __version__ = "0.1.0"
+__all__ = ["DEFAULT_MAX_STEPS", "TOY_MAX_STEPS", "TOY_REPO", "__version__"]
 
 DEFAULT_MAX_STEPS = 100
 TOY_REPO = "frogtoy"

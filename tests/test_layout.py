@@ -229,3 +229,35 @@ def test_the_declared_dependencies_between_subpackages_have_no_cycle():
 def test_nothing_on_the_host_imports_the_sandbox_side_plugins():
     wrong = [f"{m} imports {t}" for m in modules() for t in imports(m) if t.startswith(SANDBOX_SIDE)]
     assert not wrong, "frog_gym/_plugin runs in the sandbox; read it with importlib.resources: " + "; ".join(wrong)
+
+
+# -- the README's layout table ----------------------------------------------------------------------
+def _layout_table() -> list[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([^`]+)/` \|", section, re.M)
+
+
+def _tracked_folders() -> set[str]:
+    """The repository's top-level folders and ``frog_gym/``'s subfolders, as git tracks them (a run folder or a
+    venv beside the code is not part of the layout); hidden folders aside."""
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = set()
+    for f in filter(None, files.split("\0")):
+        parts = f.split("/")
+        if len(parts) > 1 and not parts[0].startswith("."):
+            out.add(parts[0])
+        if len(parts) > 2 and parts[0] == "frog_gym":
+            out.add(f"frog_gym/{parts[1]}")
+    return out
+
+
+def test_the_readme_layout_table_names_every_folder_and_only_those():
+    named = _layout_table()
+    assert len(named) == len(set(named)), "a folder appears twice in the README's layout table"
+    missing = sorted(_tracked_folders() - set(named))
+    gone = sorted(f for f in named if not (ROOT / f).is_dir())
+    assert not missing, f"README.md's layout table does not name {missing}: add a row saying what each owns"
+    assert not gone, f"README.md's layout table names {gone}, which do not exist: remove or rename the rows"
