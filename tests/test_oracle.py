@@ -233,7 +233,7 @@ def test_a_forgery_that_wins_the_test_run_scores_0_by_the_oracle_alone(monkeypat
     """The buggy line stays; the package returns an always-equal string (issue 21's class 5), with the
     static check disabled. Without the oracle the in-process verdict is a pass (reward 1.0); with it, 0."""
     monkeypatch.setenv("FROG_GYM_GRADE_SERVER", warm)
-    monkeypatch.setattr(grading, "scan", lambda changes: [])  # the static check, out of the way
+    monkeypatch.setattr("frog_gym.grading.grade.scan", lambda changes: [])  # the static check, out of the way
     env = gym.make(f"FrogSWE/{COVERED}-v0")
     try:
         def forge() -> dict:
