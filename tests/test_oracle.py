@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import textwrap
+import uuid
 from pathlib import Path
 
 import gymnasium as gym
@@ -231,15 +232,20 @@ def tableize''')
 @pytest.mark.parametrize("warm", ["1", "0"])
 def test_a_forgery_that_wins_the_test_run_scores_0_by_the_oracle_alone(monkeypatch, warm):
     """The buggy line stays; the package returns an always-equal string (issue 21's class 5), with the
-    static check disabled. Without the oracle the in-process verdict is a pass (reward 1.0); with it, 0."""
+    static check and the vault's check of comparison methods disabled. Without the oracle the in-process verdict is a
+    pass (reward 1.0); with it, 0."""
     monkeypatch.setenv("FROG_GYM_GRADE_SERVER", warm)
     monkeypatch.setattr("frog_gym.grading.grade.scan", lambda changes: [])  # the static check, out of the way
+    guard_for = grading.guard_for  # and the vault's check of comparison methods (it reads what guard_for adds)
+    monkeypatch.setattr("frog_gym.grading.grade.guard_for",
+                        lambda repo, task, canaries, *rest: guard_for(repo, task, canaries))
     env = gym.make(f"FrogSWE/{COVERED}-v0")
     try:
         def forge() -> dict:
             env.reset()
             obs, *_ = env.step({"tool": "str_replace", "path": "inflection/__init__.py",
-                                "old_str": "    return replacement\n\n\ndef tableize", "new_str": FORGERY})
+                                "old_str": "    return replacement\n\n\ndef tableize",
+                                "new_str": FORGERY.replace("class _Same", f"# {uuid.uuid4().hex}\nclass _Same")})
             assert "No replacement" not in obs
             _, reward, terminated, _, info = env.step({"tool": "submit"})
             assert terminated
@@ -357,10 +363,10 @@ def test_no_recorded_task_had_a_gold_test_change_outcome_under_recording():
     records = list(latest.values())
     assert len(records) > 100
     changed = [r for r in records if r.get("changed_outcome")]
-    # A task whose recording changed a gold test's outcome keeps no oracle (grading never runs the recorder, so
-    # its grades are the tests' alone); such tasks stay rare and are listed by `frog-gym oracle stats`.
-    assert not [(r["instance_id"], r.get("calls")) for r in changed if r.get("calls")]
-    assert len(changed) <= 5, [(r["instance_id"], r["changed_outcome"]) for r in changed]
+    # A task whose recording changed a gold test's outcome would keep no oracle (grading never runs the recorder, so
+    # its grades are the tests' alone); none does (requests' Response, whose __getstate__ reads the body, is no
+    # longer pickled while recorded).
+    assert changed == [], [(r["instance_id"], r["changed_outcome"]) for r in changed]
 
 
 def test_partial_credit_counts_the_oracle_calls_that_agree():

@@ -50,7 +50,7 @@ def test_wrong_type_shows_the_value():
 def test_unknown_key_refused_with_suggestion():
     assert error_of(spec_dict(tests={"paths": ["tests"], "pathz": []})) == (
         "registry/repos/demo.toml: field 'tests.pathz': unknown key. Did you mean 'paths'? "
-        "Known keys: args, paths, suite_budget, test_files, timeout")
+        "Known keys: args, paths, source_readers, suite_budget, test_files, timeout")
     msg = error_of(spec_dict(licence="MIT"))
     assert msg.startswith("registry/repos/demo.toml: field 'licence': unknown key. Did you mean 'license'?")
 

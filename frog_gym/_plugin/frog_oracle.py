@@ -88,6 +88,8 @@ def encode(v, depth=0):
 
 
 TEST_PREFIXES = ()
+PACKAGE_PREFIXES = ()
+"""While recording: the package's source path prefixes (see :class:`_CheckingPickler`)."""
 """While recording: the test files' path prefixes. A value whose pickle names a class or function defined in
 a test file can't be replayed (the replay holds no test code): it is refused when encoded, so that it takes
 no place among a function's kept calls."""
@@ -111,6 +113,12 @@ class _CheckingPickler(pickle.Pickler):
         mod = getattr(obj, "__module__", None) if isinstance(obj, type) or callable(obj) else type(obj).__module__
         if mod is not None and mod in self.tests:
             raise Unencodable(f"{getattr(obj, '__qualname__', type(obj).__qualname__)} is defined in test code")
+        if not isinstance(obj, type):
+            # pickling calls a class's own __getstate__, which may change the object (requests' Response reads its
+            # whole body first): a value whose class has one of the package's is not encoded while recording
+            code = getattr(getattr(type(obj), "__getstate__", None), "__code__", None)
+            if code is not None and PACKAGE_PREFIXES and code.co_filename.startswith(PACKAGE_PREFIXES):
+                raise Unencodable(f"{type(obj).__qualname__}.__getstate__ is the package's (pickling may change it)")
         return None
 
 
@@ -430,8 +438,9 @@ def pytest_configure(config):
     only = os.environ.get("FROG_ORACLE_ONLY")
     _only = frozenset(json.loads(only)) if only else None
     if targets and out and _recorder is None:
-        global TEST_PREFIXES
+        global TEST_PREFIXES, PACKAGE_PREFIXES
         TEST_PREFIXES = tuple(json.loads(os.environ.get("FROG_ORACLE_TESTS", "[]")))
+        PACKAGE_PREFIXES = tuple(json.loads(os.environ.get("FROG_ORACLE_PACKAGE", "[]")))
         _recorder = Recorder(json.loads(targets), out, json.loads(os.environ.get("FROG_ORACLE_PACKAGE", "[]")),
                              json.loads(os.environ.get("FROG_ORACLE_TESTS", "[]")),
                              json.loads(os.environ.get("FROG_ORACLE_REACH", "{}")))

@@ -92,6 +92,11 @@ TESTS_SCHEMA = {
     "suite_budget": Field(int, required=False, default=120, doc="seconds the full suite may take"),
     "test_files": Field(list, required=False, default=lambda: list(DEFAULT_TEST_FILES), items=str,
                         doc="glob patterns of files that count as tests (agent edits to them are discarded)"),
+    "source_readers": Field(list, required=False, default=list, items=str, check=_relpaths,
+                            doc="package files that read their caller's source lines to show a traceback, as "
+                                "the standard library's traceback does (e.g. ['boltons/tbutils.py']): at grading "
+                                "such a read counts as the caller's (a test may read its own file; the package "
+                                "may not)"),
 }
 GENERATE_SCHEMA = {
     "mutable": Field(list, required=False, default=list, items=str, check=_relpaths,
@@ -164,6 +169,7 @@ class Tests:
     timeout: int
     suite_budget: int
     test_files: tuple[str, ...]
+    source_readers: tuple[str, ...] = ()
 
     def is_test_file(self, path: str) -> bool:
         """Whether an agent's edit of ``path`` (relative to the root) is a test edit, to be discarded.
@@ -229,7 +235,8 @@ def parse_repo(data: dict[str, Any], file: str) -> RepoSpec:
         python_requires=d["python"]["requires"],
         install=Install(tuple(i["import_paths"]), tuple(i["requires"]), tuple(i["lock"]), i["install_package"],
                         tuple(i["steps"]), dict(i["env"])),
-        tests=Tests(tuple(t["paths"]), tuple(t["args"]), t["timeout"], t["suite_budget"], tuple(t["test_files"])),
+        tests=Tests(tuple(t["paths"]), tuple(t["args"]), t["timeout"], t["suite_budget"], tuple(t["test_files"]),
+                    tuple(t["source_readers"])),
         mutable=tuple(g["mutable"]), exclude=tuple(g["exclude"]), measured=d["measured"], path=file,
     )
 

@@ -35,7 +35,7 @@ from frog_gym.grading.runner import (
     GRADING_PYTEST_ARGS,
     RunResult,
     TestStatus,
-    _patched,
+    _pristine,
     guard_for,
     hidden_test_changes,
     patch_files,
@@ -144,17 +144,6 @@ def scope(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     return kept, dict(sorted(discarded.items()))
 
 
-def _pristine(repo: PreparedRepo, task: Task, template: Template, rel: str) -> bytes | None:
-    """The repository's own version of a file: as the gold patch leaves it where the patch touches it (a
-    FrogLive task's fix is a later release's code), else the snapshot's (the host's, never the agent's)."""
-    if rel in patch_files(task.patch):
-        after = _patched(template, task.patch, f"the gold patch of {task.instance_id}")
-        if isinstance(after, dict):
-            return after.get(rel)
-    p = repo.tree / rel
-    return p.read_bytes() if p.is_file() and not p.is_symlink() else None
-
-
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,
           timeout: float = 900.0, use_cache: bool = True, backend: str = "local",
           rng: random.Random | None = None, unread: dict[str, str] | None = None,
@@ -217,7 +206,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         append_file(scratch.path, target, canaries.source.encode())
         r = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend, canaries=canaries,
                       authenticate=True, protect=repo.spec.tests.paths, args=GRADING_PYTEST_ARGS,
-                      guard=guard_for(repo, task, canaries))
+                      guard=guard_for(repo, task, canaries, template, kept))
     verdict = replaying.result() if replaying is not None else None
     if verdict is not None and not verdict.passed:
         r.note = "; ".join(filter(None, [r.note, f"the behavioural oracle disagrees: {verdict.mismatch}"]))
@@ -254,7 +243,8 @@ def _run_warm(repo: PreparedRepo, template: Template, kept: list[Change], task: 
         return None
     with server.lock:
         try:
-            return server.run(template, kept, task.selected_tests, canaries, timeout, guard_for(repo, task, canaries))
+            return server.run(template, kept, task.selected_tests, canaries, timeout,
+                              guard_for(repo, task, canaries, template, kept))
         except grading_server.Unavailable:
             grading_server.discard(server)
             return None

@@ -935,6 +935,55 @@ class Canaries:
 
 # -- authenticated reports -----------------------------------------------------------------------------------
 
+BEHAVIOUR_SLOTS = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__",
+                   "__contains__", "__format__", "__add__", "__radd__", "__iadd__", "__rsub__", "__rmul__", "__rmod__",
+                   "__rtruediv__", "__ror__", "__rand__", "__index__", "__instancecheck__", "__subclasscheck__")
+"""The special methods that decide how a value compares, converts or formats (:data:`_BEHAVIOUR_METHODS` less the
+attribute and finaliser hooks): the report plugin's vault checks, in the test process, that such a method of any
+class, where a file the agent changed made it, is code that the repository's own version of that file defines."""
+
+
+def defined_names(source: bytes) -> dict[str, list[str]]:
+    """What a module's source defines (``"code"``): every function, lambda, comprehension and class, by the
+    qualified name CPython gives its code object (``f.<locals>.C.m``, ``C.<lambda>``). Source that does not parse
+    defines nothing."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {"code": []}
+    code: set[str] = set()
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                q = prefix + child.name
+                code.add(q)
+                for d in child.decorator_list:
+                    visit(d, prefix)
+                if isinstance(child, ast.ClassDef):
+                    for b in (*child.bases, *child.keywords):
+                        visit(b, prefix)
+                    visit(ast.Module(body=child.body, type_ignores=[]), q + ".")
+                else:
+                    visit(child.args, prefix)
+                    visit(ast.Module(body=child.body, type_ignores=[]), q + ".<locals>.")
+            elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                # a comprehension is a code object of its own before Python 3.12, inlined since: both names
+                kind = {ast.ListComp: "listcomp", ast.SetComp: "setcomp", ast.DictComp: "dictcomp"}.get(type(child), "genexpr")
+                code.add(f"{prefix}<{kind}>")
+                visit(child, prefix)
+                visit(child, f"{prefix}<{kind}>.")
+            elif isinstance(child, ast.Lambda):
+                code.add(prefix + "<lambda>")
+                visit(child.args, prefix)
+                visit(ast.Expr(child.body), prefix + "<lambda>.<locals>.")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return {"code": sorted(code)}
+
+
 def sign(key: bytes, body: dict) -> str:
     """HMAC-SHA256 of a report body's canonical JSON (the plugin computes the same)."""
     return hmac.new(key, json.dumps(body, sort_keys=True, separators=(",", ":")).encode(), hashlib.sha256).hexdigest()

@@ -28,7 +28,7 @@ from typing import Any
 from frog_gym import paths
 
 from frog_gym.errors import SourceError
-from frog_gym.grading.integrity import Canaries, verify
+from frog_gym.grading.integrity import Canaries, defined_names, verify
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox import make_sandbox
 from frog_gym.catalog.snapshot import PreparedRepo
@@ -75,7 +75,8 @@ def key_fifo(folder: Path, selection: Any, guard: dict[str, list[str]] | None, k
     open), then the 64-byte ``key``. ``folder/select.json`` gets the guard alone, for the processes a test
     starts. Returns the FIFO's descriptor, to keep open until the run ends (writes never block)."""
     body = json.dumps(selection).encode()
-    (folder / "select.json").write_text(json.dumps({"guard": guard or {}}))
+    public = {k: v for k, v in (guard or {}).items() if k != "values"}  # the vault's own: never in a file
+    (folder / "select.json").write_text(json.dumps({"guard": public}))
     fifo = folder / "key"
     fifo.unlink(missing_ok=True)
     os.mkfifo(fifo, 0o644)
@@ -362,14 +363,43 @@ def hidden_test_changes(task: Task, template: Template) -> list[Change] | str:
     return out
 
 
-def guard_for(repo: PreparedRepo, task: Task, canaries: Canaries) -> dict[str, list[str]]:
+def guard_for(repo: PreparedRepo, task: Task, canaries: Canaries, template: Template | None = None,
+              kept: list[Change] = ()) -> dict[str, Any]:
     """What the report plugin's guard protects in a graded run: the files of the graded tests, the hidden
     tests and the canaries (``files``), from the package's own code (``code``: the spec's source folders and
-    the gold patch's non-test files), telling test code (``tests``: the spec's test paths) apart."""
+    the gold patch's non-test files), telling test code (``tests``: the spec's test paths) apart; the package's
+    traceback utilities (``readers``: the spec's ``tests.source_readers``) read a line for their caller.
+
+    With the ``template`` and the agent's ``kept`` changes, the vault also gets what it needs to tell a value
+    that equals anything (``values``): the FAIL_TO_PASS ids, at whose passing report it looks at every class
+    alive, and for each Python file of the package the agent changed, what the repository's own version of it
+    defines (:func:`frog_gym.grading.integrity.defined_names`): a comparison or format method made by changed code
+    must be code that version defines. The processes a test starts never get ``values``
+    (:func:`key_fifo`)."""
     spec = repo.spec
     gold = [f for f in patch_files(task.patch) if not spec.tests.is_test_file(f)]
     files = set(test_files_of(task.selected_tests)) | set(patch_files(task.test_patch)) | {canaries.file}
-    return {"files": sorted(files), "code": sorted({*spec.mutable, *gold}), "tests": sorted(spec.tests.paths)}
+    out: dict[str, Any] = {"files": sorted(files), "code": sorted({*spec.mutable, *gold}),
+                           "tests": sorted(spec.tests.paths), "readers": sorted(spec.tests.source_readers)}
+    if template is not None:
+        changed = {}
+        for c in kept:
+            if c.path.endswith(".py") and c.new is not None and not spec.tests.is_test_file(c.path):
+                own = _pristine(repo, task, template, c.path)
+                changed[c.path] = defined_names(own) if own is not None else {"code": []}
+        out["values"] = {"f2p": list(task.FAIL_TO_PASS), "changed": changed}
+    return out
+
+
+def _pristine(repo: PreparedRepo, task: Task, template: Template, rel: str) -> bytes | None:
+    """The repository's own version of a file: as the gold patch leaves it where the patch touches it (a
+    FrogLive task's fix is a later release's code), else the snapshot's (the host's, never the agent's)."""
+    if rel in patch_files(task.patch):
+        after = _patched(template, task.patch, f"the gold patch of {task.instance_id}")
+        if isinstance(after, dict):
+            return after.get(rel)
+    p = repo.tree / rel
+    return p.read_bytes() if p.is_file() and not p.is_symlink() else None
 
 
 START_TEST_OUTPUT, END_TEST_OUTPUT = ">>>>> Start Test Output", ">>>>> End Test Output"
