@@ -80,7 +80,8 @@ def imports(name: str) -> dict[str, int]:
 
 
 def find_cycles() -> list[list[str]]:
-    """One cycle (``a -> b -> ... -> a``) through each strongly connected component of the import graph."""
+    """One cycle (``a -> b -> ... -> a``) through each strongly connected component of the import graph; the
+    component's other members, if any, follow the cycle in brackets."""
     graph = {m: sorted(imports(m)) for m in modules()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -126,7 +127,9 @@ def find_cycles() -> list[list[str]]:
                         path = [v]
                         while path[-1] != start:
                             path.append(prev[path[-1]])
-                        cycles.append([start, *reversed(path[:-1]), start])
+                        cycle = [start, *reversed(path[:-1]), start]
+                        rest = sorted(members - set(cycle))
+                        cycles.append(cycle + ([f"[also in this cycle: {', '.join(rest)}]"] if rest else []))
                         frontier, nxt = [], []
                         break
                     if w in members and w not in seen:
