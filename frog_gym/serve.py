@@ -18,8 +18,15 @@ Sessions are managed in front of OpenEnv's server (:class:`SessionGuard`): a ses
 ``idle_timeout_s`` (no message and no step running) is closed with its sandbox, and its client is told why
 (close code 4408 and a reason); a connection over ``max_sessions`` gets OpenEnv's ``CAPACITY_REACHED``
 error and a close (code 1013, "try again later") whose reason says how many sessions are in use; a client
-that disconnects mid-step has its running command killed (:meth:`FrogSWEEnv.interrupt`) and its session
-removed at once, instead of the step running on to its end.
+that disconnects mid-step has its step cancelled (its running command killed with the sandbox's every
+process) and its session removed at once, instead of the step running on to its end.
+
+Sessions run on the server's event loop, not in threads: OpenEnv awaits :meth:`FrogOpenEnv.reset_async` and
+:meth:`FrogOpenEnv.step_async`, which await the env's ``areset`` and ``astep`` (see :mod:`frog_gym.env`), so a
+session waiting on its command holds no thread. What blocks (a reset's workspace sync, grading) runs on the
+env's shared thread pool; OpenEnv's own per-session executor thread (used only to construct and close a
+session's env) is one thread shared by every session (``REQUIRES_SINGLE_THREAD_EXECUTOR``), so the server's
+thread count does not grow with its sessions.
 
 An infrastructure failure (a sandbox that cannot start, grading that cannot run) is never a reward: the
 observation has ``done``, ``reward`` None and ``infra_failure`` saying why (see ``docs/training.md``).
@@ -51,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
+from frog_gym.env.toolspec import openai_tools
 
 INSTALL_HINT = "pip install 'frog-gym[openenv]'"
 MIN_TOKEN_CHARS = 16
@@ -73,7 +81,8 @@ except ImportError:  # pragma: no cover (the module is imported only by `frog-gy
 
 class FrogAction(Action):
     """One tool call (``tool`` plus its arguments, see :mod:`frog_gym.env.toolspec`), or the model's raw
-    ``text`` (a JSON tool call or a fenced bash block), parsed as the env parses it."""
+    ``text`` (one native tool call as the model wrote it, a JSON tool call or a fenced bash block), parsed
+    as the env parses it."""
 
     tool: str | None = Field(default=None, description="bash, view, create, str_replace, insert, undo_edit, submit")
     command: str | None = Field(default=None, description="bash: the command")
@@ -103,6 +112,8 @@ class FrogObservation(Observation):
     resolved: bool | None = Field(default=None, description="graded: whether the bug is fixed (None before)")
     infra_failure: str | None = Field(default=None, description="a sandbox or grading fault (never scored)")
     report: dict[str, Any] | None = Field(default=None, description="the grading report, once graded")
+    tools: list[dict[str, Any]] = Field(default_factory=list, description="after reset: the tools as OpenAI "
+                                        "function schemas, for the model request's tools=")
 
 
 class FrogState(State):
@@ -142,9 +153,14 @@ class FrogOpenEnv(Environment):
     ``reset(seed=, episode_id=, task_id=)`` starts an episode (``task_id`` picks the task; else the env
     samples one with ``seed``) and returns the prompt; ``step(FrogAction)`` returns the tool's output with
     ``reward`` and ``done`` (the graded reward once the episode ends by ``submit`` or a budget).
-    Sessions are isolated (their own workspace, sandbox and scratch), so the server runs many at once."""
+    Sessions are isolated (their own workspace, sandbox and scratch), so the server runs many at once, on its
+    event loop (``reset_async``, ``step_async``); ``reset`` and ``step`` do the same, blocking."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
+    REQUIRES_SINGLE_THREAD_EXECUTOR = True
+    """Not that the env needs one thread: OpenEnv gives each session an executor thread of its own unless a class
+    asks for this, and here that thread would only construct and close the env (the episode runs on the loop),
+    so one shared thread serves every session."""
 
     def __init__(self, config: ServeConfig | None = None):
         import gymnasium as gym
@@ -153,29 +169,89 @@ class FrogOpenEnv(Environment):
 
         super().__init__()
         self.config = config or ServeConfig()
-        self.env = gym.make(self.config.env_id, **self.config.env_kwargs)
+        # The env itself, not gymnasium's wrappers: its own budget (``max_steps``, graded when it runs out) is the
+        # one that ends an episode, on the sync and the async path alike.
+        self.env = gym.make(self.config.env_id, **self.config.env_kwargs).unwrapped
         self._state = FrogState()
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None,
               **kwargs: Any) -> FrogObservation:
         episode_id = episode_id or uuid.uuid4().hex
         try:
-            prompt, info = self.env.reset(seed=seed, options={"task_id": task_id} if task_id else None)
-        except (SandboxError, SandboxUnavailableError) as e:  # not the agent's: the episode is over, unscored
-            self._state = FrogState(episode_id=episode_id, step_count=0, task_id=task_id or "", done=True)
-            return FrogObservation(text=f"Infrastructure failure (not scored): {e}", task_id=task_id or "",
-                                   infra_failure=str(e), reward=None, done=True)
+            started = self.env.reset(seed=seed, options={"task_id": task_id} if task_id else None)
+        except (SandboxError, SandboxUnavailableError) as e:
+            return self._not_started(episode_id, task_id, e)
+        return self._started(episode_id, *started)
+
+    async def reset_async(self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None,
+                          **kwargs: Any) -> FrogObservation:
+        """:meth:`reset` on the event loop (the env's ``areset``)."""
+        episode_id = episode_id or uuid.uuid4().hex
+        try:
+            started = await self.env.areset(seed=seed, options={"task_id": task_id} if task_id else None)
+        except (SandboxError, SandboxUnavailableError) as e:
+            return self._not_started(episode_id, task_id, e)
+        return self._started(episode_id, *started)
+
+    def _not_started(self, episode_id: str, task_id: str | None, e: Exception) -> FrogObservation:
+        """Not the agent's: the episode is over, unscored."""
+        self._state = FrogState(episode_id=episode_id, step_count=0, task_id=task_id or "", done=True)
+        return FrogObservation(text=f"Infrastructure failure (not scored): {e}", task_id=task_id or "",
+                               infra_failure=str(e), reward=None, done=True)
+
+    def _started(self, episode_id: str, prompt: str, info: dict[str, Any]) -> FrogObservation:
         self._state = FrogState(episode_id=episode_id, step_count=0, task_id=info["task_id"], done=False)
-        return FrogObservation(text=prompt, task_id=info["task_id"], reward=None, done=False)
+        return FrogObservation(text=prompt, task_id=info["task_id"], reward=None, done=False, tools=openai_tools())
 
     def step(self, action: FrogAction, timeout_s: float | None = None, **kwargs: Any) -> FrogObservation:
+        checked = self._check(action)
+        if isinstance(checked, FrogObservation):
+            return checked
+        return self._stepped(self.env.step(checked))
+
+    async def step_async(self, action: FrogAction, timeout_s: float | None = None, **kwargs: Any) -> FrogObservation:
+        """:meth:`step` on the event loop (the env's ``astep``). If the session's client disconnects meanwhile,
+        the step is cancelled: its command dies with every process of the sandbox, and the session (going away
+        with its client) gets an observation that says so."""
+        checked = self._check(action)
+        if isinstance(checked, FrogObservation):
+            return checked
+        work = asyncio.ensure_future(self.env.astep(checked))
+        conn = _CONNECTION.get()
+        if conn is not None:
+            gone = asyncio.ensure_future(conn.gone.wait())
+            try:
+                await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:  # the server is ending the session: the step goes with it
+                work.cancel()
+                raise
+            finally:
+                gone.cancel()
+            if not work.done():
+                conn.interrupted += 1
+                work.cancel()
+        try:
+            return self._stepped(await work)
+        except asyncio.CancelledError:
+            if conn is None or not conn.gone.is_set():
+                raise  # the server itself is cancelling this session's task
+            self._state.done = True
+            return FrogObservation(text="The client disconnected mid-step: the step was cancelled and its command "
+                                   "killed.", task_id=self._state.task_id, step=self._state.step_count,
+                                   reward=None, done=True)
+
+    def _check(self, action: Any) -> Any:
+        """The env's action, or the observation that answers a step with no episode to act in."""
         if not isinstance(action, FrogAction):  # OpenEnv validates into action_cls; keep direct callers honest
             action = FrogAction.model_validate(action)
         if self._state.done:
             text = NO_EPISODE if not self._state.task_id else "The episode is over; send reset to start a new one."
             return FrogObservation(text=text, task_id=self._state.task_id, step=self._state.step_count,
                                    reward=None, done=True)
-        obs, reward, terminated, truncated, info = self.env.step(action.to_env())
+        return action.to_env()
+
+    def _stepped(self, result: tuple[str, float, bool, bool, dict[str, Any]]) -> FrogObservation:
+        obs, reward, terminated, truncated, info = result
         done = bool(terminated or truncated)
         self._state.step_count += 1
         self._state.done = done
@@ -186,22 +262,6 @@ class FrogOpenEnv(Environment):
                                resolved=bool(info["resolved"]) if done and "resolved" in info and not infra else None,
                                infra_failure=infra,
                                report=json.loads(json.dumps(report, default=str)) if report else None)
-
-    async def step_async(self, action: FrogAction, timeout_s: float | None = None, **kwargs: Any) -> FrogObservation:
-        """:meth:`step` in a thread; if the session's client disconnects meanwhile, its command is killed so
-        that the step ends now (OpenEnv awaits this in the connection's task, where :class:`SessionGuard`
-        left the connection's state)."""
-        work = asyncio.ensure_future(asyncio.to_thread(self.step, action))
-        conn = _CONNECTION.get()
-        if conn is None:
-            return await work
-        gone = asyncio.ensure_future(conn.gone.wait())
-        await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
-        if not work.done():
-            conn.interrupted += 1
-            self.env.unwrapped.interrupt()
-        gone.cancel()
-        return await work
 
     @property
     def state(self) -> FrogState:
@@ -285,7 +345,7 @@ class _Connection:
         self.closed_by_us = False
         self.over_capacity = False
         self.interrupted = 0
-        """Steps whose command was killed because the client went away."""
+        """Steps cancelled (their command killed) because the client went away."""
 
 
 _CONNECTION: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar("frog_serve_connection",

@@ -67,6 +67,8 @@ from frog_gym.learners.vllm_engine import VLLMPolicy, make_sampler
 
 from frog_gym.agents.hf import ContextFull, HFPolicy, Sampling, Trajectory, require_torch
 from frog_gym.curriculum import CurriculumConfig, CurriculumState, episode_score, filter_group
+from frog_gym.env.toolcalls import answers_a_call
+from frog_gym.env.toolspec import openai_tools
 
 ZERO_VARIANCE = ("drop", "backfill")
 ROLLOUT_ENGINES = ("hf", "vllm")
@@ -127,6 +129,11 @@ class GRPOConfig:
     max_context_tokens: int | None = None
     """Longest trajectory; when the next reply has no room, the episode is cut: its state is submitted and
     graded, and scored like any budget cut (see ``mask_truncated``). None: the model's position limit."""
+    native_tools: bool = True
+    """Give the chat template the tools as OpenAI schemas (``apply_chat_template(tools=...)``), so the prompt
+    lists them as the model family was trained to read them, and answer a reply's native tool call
+    (Qwen's ``<tool_call>``, Llama's JSON) in the template's tool-response layout. A template that renders no
+    tools (the toy model's) is unaffected."""
     mask_truncated: bool = True
     """Mask episodes cut by a budget (steps, wall time, context window) instead of scoring their graded
     state; the same rule serves training, :meth:`GRPO.evaluate` and the curriculum
@@ -341,7 +348,7 @@ class RolloutEngine(Protocol):
 
     def start(self, prompt: str) -> Trajectory: ...
 
-    def observe(self, trajectory: Trajectory, observation: str) -> None: ...
+    def observe(self, trajectory: Trajectory, observation: str, tool: bool = False) -> None: ...
 
     def room(self, trajectory: Trajectory) -> int: ...
 
@@ -365,7 +372,7 @@ def rollout(policy: RolloutEngine, envs: list[Any], schedule: Sequence[tuple[str
             env, task_id = job
             try:
                 return env.reset(options={"task_id": task_id})[0]
-            except Exception as e:  # noqa: BLE001 (a broken sandbox is an infrastructure failure, not a crash)
+            except Exception as e:
                 return e
 
         prompts = list(pool.map(reset, zip(envs, [t for t, _ in wave])))
@@ -398,7 +405,7 @@ def rollout(policy: RolloutEngine, envs: list[Any], schedule: Sequence[tuple[str
                 i, text = job
                 try:
                     return envs[i].step(text)
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:
                     return e
 
             results = list(pool.map(step, zip(live, texts)))
@@ -416,7 +423,7 @@ def rollout(policy: RolloutEngine, envs: list[Any], schedule: Sequence[tuple[str
                     ep.terminated = bool(terminated) and not ep.context_full
                     ep.truncated = ep.context_full or (bool(truncated) and not terminated)
                     continue
-                policy.observe(ep.trajectory, obs)
+                policy.observe(ep.trajectory, obs, tool=answers_a_call(actions[i]))
                 still.append(i)
             live = still
         for ep in batch:
@@ -489,13 +496,14 @@ class GRPO:
 
     def _load_policy(self, source: str | Path, sampling: Sampling) -> HFPolicy:
         cfg = self.cfg
+        tools = openai_tools() if cfg.native_tools else None
         if not cfg.lora_rank:
-            return HFPolicy.from_pretrained(source, sampling, dtype=cfg.dtype, device=cfg.device)
+            return HFPolicy.from_pretrained(source, sampling, dtype=cfg.dtype, device=cfg.device, tools=tools)
         try:
             from peft import LoraConfig, PeftModel, get_peft_model
         except ImportError:
             raise ImportError("lora_rank > 0 needs peft; install the extra: pip install 'frog-gym[torch]'") from None
-        base = HFPolicy.from_pretrained(cfg.model, sampling, dtype=cfg.dtype, device=cfg.device)
+        base = HFPolicy.from_pretrained(cfg.model, sampling, dtype=cfg.dtype, device=cfg.device, tools=tools)
         if cfg.resume and Path(source) != Path(cfg.model):
             base.model = PeftModel.from_pretrained(base.model, source, is_trainable=True)
         else:

@@ -2,7 +2,8 @@
 
 TRL (1.x) documents ``GRPOTrainer(..., environment_factory=factory)``: ``factory()`` returns an object
 whose ``reset(**example)`` returns text appended to the prompt, whose public methods are tools the model
-may call (typed, with Google-style docstrings, which TRL turns into the tool schema), and whose
+may call (typed, with Google-style docstrings, which TRL turns into the tool schema: here one method per
+tool of :mod:`frog_gym.env.toolspec`, its docstring written from it, so the schemas are the toolspec's), and whose
 ``get_reward()`` scores the rollout. :class:`FrogSWEToolEnv` is that object over a FrogSWE env: the
 dataset's ``task_id`` column picks the task, the env's prompt is the observation, its tools are the
 methods, and the reward is the graded result (an episode the model never submitted is graded as it
@@ -25,6 +26,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from frog_gym.env.toolspec import TOOLS, Tool
 
 
 class FrogSWEToolEnv:
@@ -70,59 +73,28 @@ class FrogSWEToolEnv:
             self.reward = None if self.infra_failure else float(reward)
         return obs
 
+    # The tools: one method per tool of frog_gym.env.toolspec, typed; their docstrings are written from the
+    # toolspec below, so TRL's schemas (read from signature and docstring) are the toolspec's.
+
     def bash(self, command: str) -> str:
-        """Run a command in a persistent bash shell at the repository root (no network).
-
-        Args:
-            command: The bash command to run.
-
-        Returns:
-            The command's output and exit code.
-        """
         return self._act({"tool": "bash", "command": command})
 
-    def view(self, path: str) -> str:
-        """Show a file with line numbers, or list a directory.
-
-        Args:
-            path: File or directory path, relative to the repository root.
-
-        Returns:
-            The numbered file content or the directory listing.
-        """
-        return self._act({"tool": "view", "path": path})
-
-    def str_replace(self, path: str, old_str: str, new_str: str) -> str:
-        """Replace old_str by new_str in a file; old_str must occur exactly once.
-
-        Args:
-            path: File path, relative to the repository root.
-            old_str: The exact text to replace.
-            new_str: The replacement text.
-
-        Returns:
-            A snippet of the file around the change, or why nothing was replaced.
-        """
-        return self._act({"tool": "str_replace", "path": path, "old_str": old_str, "new_str": new_str})
+    def view(self, path: str, view_range: list[int] | None = None) -> str:
+        return self._act({"tool": "view", "path": path, **({"view_range": view_range} if view_range else {})})
 
     def create(self, path: str, file_text: str) -> str:
-        """Create a file with the given content, or overwrite an existing one.
-
-        Args:
-            path: File path, relative to the repository root.
-            file_text: The full content of the file.
-
-        Returns:
-            A confirmation.
-        """
         return self._act({"tool": "create", "path": path, "file_text": file_text})
 
-    def submit(self) -> str:
-        """Finish: the repository's tests grade the current state of the files.
+    def str_replace(self, path: str, old_str: str, new_str: str) -> str:
+        return self._act({"tool": "str_replace", "path": path, "old_str": old_str, "new_str": new_str})
 
-        Returns:
-            The grading summary.
-        """
+    def insert(self, path: str, insert_line: int, insert_text: str) -> str:
+        return self._act({"tool": "insert", "path": path, "insert_line": insert_line, "insert_text": insert_text})
+
+    def undo_edit(self, path: str) -> str:
+        return self._act({"tool": "undo_edit", "path": path})
+
+    def submit(self) -> str:
         return self._act({"tool": "submit"})
 
     def get_reward(self) -> float | None:
@@ -130,6 +102,18 @@ class FrogSWEToolEnv:
         if not self.done:
             self._act({"tool": "submit"})
         return self.reward
+
+
+def _docstring(tool: Tool) -> str:
+    """A Google-style docstring for a tool (what ``transformers.utils.get_json_schema`` reads)."""
+    doc = tool.description
+    if tool.params:
+        doc += "\n\nArgs:\n" + "\n".join(f"    {p.name}: {p.description}" for p in tool.params)
+    return doc + "\n\nReturns:\n    The tool's output, as the env shows it."
+
+
+for _tool in TOOLS.values():
+    getattr(FrogSWEToolEnv, _tool.name).__doc__ = _docstring(_tool)
 
 
 def environment_factory(env_id: str = "FrogSWE-v0", **env_kwargs: Any) -> Callable[[], FrogSWEToolEnv]:

@@ -87,9 +87,9 @@ class VLLMPolicy:
         """See :meth:`HFPolicy.start`."""
         return self.policy.start(prompt)
 
-    def observe(self, trajectory: Trajectory, observation: str) -> None:
+    def observe(self, trajectory: Trajectory, observation: str, tool: bool = False) -> None:
         """See :meth:`HFPolicy.observe`."""
-        self.policy.observe(trajectory, observation)
+        self.policy.observe(trajectory, observation, tool)
 
     def room(self, trajectory: Trajectory) -> int:
         """See :meth:`HFPolicy.room`."""

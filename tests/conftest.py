@@ -24,3 +24,23 @@ def docker_engine():
         return docker_client()
     except SandboxUnavailableError as e:
         pytest.skip(f"no Docker engine: {e}")
+
+
+@pytest.fixture
+def together():
+    """``together(n)``: an async function that returns once ``n`` tasks have called it (what ``asyncio.Barrier``
+    does on Python 3.11+), to start concurrent episodes' timed steps at one moment."""
+    import asyncio
+
+    def make(n: int):
+        arrived, go = [0], asyncio.Event()
+
+        async def wait() -> None:
+            arrived[0] += 1
+            if arrived[0] == n:
+                go.set()
+            await go.wait()
+
+        return wait
+
+    return make

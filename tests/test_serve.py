@@ -15,6 +15,8 @@ import pytest
 
 openenv = pytest.importorskip("openenv.core", reason="the 'openenv' extra is not installed")
 
+from frog_gym.env.toolspec import openai_tools
+
 TOKEN = "test-token-0123456789abcdef"
 TOY = "frogtoy__handwritten-0001"
 
@@ -87,12 +89,15 @@ def test_an_episode_through_openenvs_generic_client(server):
         r = env.reset(task_id=TOY, seed=0)
         assert not r.done and r.reward is None
         assert r.observation["task_id"] == TOY and "/testbed" in r.observation["text"]
+        assert r.observation["tools"] == openai_tools()  # for the model request's tools=
         r = env.step({"tool": "bash", "command": "echo hi > note.txt && cat note.txt"})
         assert "hi" in r.observation["text"] and not r.done and r.reward == 0.0
         state = env.state()
         assert state["task_id"] == TOY and state["step_count"] == 1 and not state["done"]
         r = env.step({"text": "not a tool call"})  # a malformed action is an observation, not an error
         assert r.observation["text"].startswith("Error:") and not r.done
+        r = env.step({"text": '<tool_call>\n{"name": "bash", "arguments": {"command": "cat note.txt"}}\n</tool_call>'})
+        assert r.observation["text"].startswith("hi") and r.observation["tools"] == []  # a native call, as written
         r = env.step({"tool": "submit"})
         assert r.done and r.reward == 0.0 and r.observation["resolved"] is False
         assert r.observation["report"]["resolved"] == "RESOLVED_NO"
@@ -285,3 +290,58 @@ def _health(base: str) -> bool:
         return _get(f"{base}/health")[0] == 200
     except OSError:
         return False
+
+
+def _threads(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+
+def test_eight_sessions_step_at_once_on_the_servers_event_loop(together):
+    """Eight WebSocket sessions each run a 2 s command at the same time: they overlap, and the server's
+    thread count stays within its two shared pools (2 + 2 threads here), the oracle's replay thread of each
+    grade running (2 at most) and OpenEnv's one session thread."""
+    import asyncio
+
+    from openenv.core import GenericEnvClient
+
+    base, proc = _serve("--max-sessions", "8", "--max-steps", "6",
+                        env={"FROG_GYM_ASYNC_THREADS": "2", "FROG_GYM_SANDBOX_THREADS": "2"})
+    n = 8
+    try:
+        idle = _threads(proc.pid)
+        peak = 0
+
+        async def watch():
+            nonlocal peak
+            while True:
+                peak = max(peak, _threads(proc.pid))
+                await asyncio.sleep(0.02)
+
+        async def session(i: int, ready):
+            async with GenericEnvClient(base_url=f"{base}/{TOKEN}", message_timeout_s=120) as env:
+                await env.reset(task_id=TOY)
+                await env.step({"tool": "bash", "command": "true"})
+                await ready()
+                t = time.monotonic()
+                r = await env.step({"tool": "bash", "command": f"sleep 2; echo session-{i}"})
+                took = time.monotonic() - t
+                end = await env.step({"tool": "submit"})
+                return r.observation["text"], took, end.done, end.observation["resolved"]
+
+        async def main():
+            watcher = asyncio.ensure_future(watch())
+            ready = together(n)
+            try:
+                return await asyncio.gather(*(session(i, ready) for i in range(n)))
+            finally:
+                watcher.cancel()
+
+        results = asyncio.run(main())
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    for i, (text, took, done, resolved) in enumerate(results):
+        assert f"session-{i}" in text and done and resolved is False
+    assert max(took for _, took, _, _ in results) < 8, results  # overlapped, not 8 x 2 s in a queue
+    assert peak - idle <= 7, (idle, peak)

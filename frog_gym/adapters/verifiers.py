@@ -22,6 +22,9 @@ frog-gym-verifiers`` runs here as it stands, with no remote runtime and no crede
 through FrogSWE's own sandbox, so its seat needs none). Other runtimes keep the null harness's own
 behaviour.
 
+Episodes run on verifiers' event loop through the env's async API (``areset``/``astep``/``aclose``, see
+:mod:`frog_gym.env`): a step waiting on its command holds no thread, so many rollouts share one process.
+
 An infrastructure failure (a sandbox that cannot start, grading that cannot run) records no reward: the
 episode fails with verifiers' own :class:`verifiers.v1.errors.SandboxError` whose message starts with
 ``FrogSWE infrastructure failure (not scored)``, so verifiers retries it and never scores it.
@@ -33,7 +36,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import sys
 from collections.abc import Iterator, Sequence
@@ -152,13 +154,16 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
         import gymnasium as gym
 
         import frog_gym  # noqa: F401  (registers the envs)
+        from frog_gym.env.core import in_thread
 
         info = task.data.info
-        env = await asyncio.to_thread(gym.make, info["env_id"], max_steps=info["max_steps"],
-                                      partial_credit=info["partial_credit"], **info.get("env_kwargs", {}))
+        # The env's async API: verifiers runs many episodes on one event loop, and a step waiting on its command
+        # holds no thread (see frog_gym.env). The env is unwrapped: its own step budget ends the episode.
+        env = (await in_thread(gym.make, info["env_id"], max_steps=info["max_steps"],
+                               partial_credit=info["partial_credit"], **info.get("env_kwargs", {}))).unwrapped
         try:
             try:
-                prompt, _ = await asyncio.to_thread(env.reset, options={"task_id": info["task_id"]})
+                prompt, _ = await env.areset(options={"task_id": info["task_id"]})
             except (SandboxError, SandboxUnavailableError) as e:
                 raise VfSandboxError(f"{INFRA} {e}") from None
             reward: float | None = None
@@ -166,7 +171,7 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
             async with agents.agent.interaction(task) as interaction:
                 segment = await interaction.turn(prompt)
                 while not segment.terminated:
-                    obs, r, terminated, truncated, step_info = await asyncio.to_thread(env.step, segment.last_reply)
+                    obs, r, terminated, truncated, step_info = await env.astep(segment.last_reply)
                     if terminated or truncated:
                         outcome = step_info
                         reward = float(r)
@@ -176,7 +181,7 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
                     raise RuntimeError(f"the model side failed ({interaction.trace.errors[0].message}); the "
                                        "episode is not scored")
                 if reward is None:  # the exchange ended (a turn limit): grade the state as it stands
-                    _, r, _, _, outcome = await asyncio.to_thread(env.step, {"tool": "submit"})
+                    _, r, _, _, outcome = await env.astep({"tool": "submit"})
                     reward = float(r)
             trace = interaction.trace
             if outcome.get("infra_failure"):
@@ -186,7 +191,7 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
                                   "steps": outcome.get("steps"),
                                   "status": (outcome.get("report") or {}).get("resolved")}
         finally:
-            await asyncio.to_thread(env.close)
+            await env.aclose()
 
 
 def load_environment(task_ids: Sequence[str] = (), env_id: str = "FrogSWE-v0", max_steps: int = 30,

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from typing import Any
 
 from frog_gym.agents.base import Action, AgentStats
 from frog_gym.errors import FrogGymError
+from frog_gym.env.toolcalls import answers_a_call
 
 _U, _A, _C = "\x01frog-user\x01", "\x01frog-reply\x01", "\x01frog-next\x01"  # sentinels, never in real text
 
@@ -59,11 +61,25 @@ class ChatFormat:
     """Text after a user turn, up to where the model starts writing."""
     between: str = "\n<|user|>\n"
     """Text after the model's end-of-turn token, before the next observation."""
+    tool_between: str | None = None
+    """For an observation that answers a native tool call: the text after the end-of-turn token, before
+    the tool's output (Qwen: ``\n<|im_start|>user\n<tool_response>\n``); None: as any observation."""
+    tool_reply: str | None = None
+    """The text after a tool's output, up to where the model starts writing."""
+    tool_json: bool = False
+    """The template writes a tool's output as a JSON string (Llama 3.x: ``message.content | tojson``)."""
 
     @classmethod
-    def from_tokenizer(cls, tokenizer: Any) -> ChatFormat:
+    def from_tokenizer(cls, tokenizer: Any, tools: list[dict[str, Any]] | None = None,
+                       **template_kwargs: Any) -> ChatFormat:
         """The layout of the tokenizer's chat template, found by rendering sentinel messages; the default
         layout when the tokenizer has no template.
+
+        With ``tools`` (OpenAI schemas, :func:`frog_gym.env.toolspec.openai_tools`), the template renders them
+        where the family expects them (``first`` then holds Qwen's ``# Tools`` system block, or Llama's
+        function list in the first user turn) and the layout of a ``role: "tool"`` message is read too
+        (``tool_between``, ``tool_reply``); a template that ignores ``tools`` gives the plain layout.
+        ``template_kwargs`` go to ``apply_chat_template`` (Llama's ``date_string``).
 
         Raises:
             ChatTemplateError: the template cannot be rendered, does not render turns in order, or ends a
@@ -72,12 +88,41 @@ class ChatFormat:
         """
         if not getattr(tokenizer, "chat_template", None):
             return cls()
+        plain = cls._read(tokenizer, None, template_kwargs)
+        if not tools:
+            return plain
+        with_tools = cls._read(tokenizer, tools, template_kwargs)
+        if with_tools.first == plain.first:  # the template does not render tools
+            return plain
+        try:
+            rendered = tokenizer.apply_chat_template(
+                [{"role": "user", "content": _U}, {"role": "assistant", "content": _A},
+                 {"role": "tool", "tool_call_id": "call_0", "name": "bash", "content": _C}],
+                tools=tools, tokenize=False, add_generation_prompt=True, **template_kwargs)
+        except Exception as e:  # noqa: BLE001
+            raise ChatTemplateError(f"The tokenizer's chat template failed to render a tool message "
+                                    f"({type(e).__name__}: {e}); pass native_tools=False (GRPOConfig) to "
+                                    "answer tool calls as user turns.") from e
+        eos = tokenizer.eos_token or ""
+        as_json = _C not in rendered  # Llama writes a tool's output through tojson (a quoted JSON string)
+        sentinel = json.dumps(_C, ensure_ascii=False) if as_json else _C
+        after_reply = rendered.split(_A)[-1]
+        if rendered.count(sentinel) != 1 or not after_reply.startswith(eos):
+            raise ChatTemplateError(f"The chat template does not render a tool message after a reply ended by "
+                                    f"{eos!r} (rendered {rendered!r}); pass native_tools=False (GRPOConfig).")
+        tool_between, tool_reply = after_reply.split(sentinel)
+        return cls(first=with_tools.first, reply=with_tools.reply, between=with_tools.between,
+                   tool_between=tool_between[len(eos):], tool_reply=tool_reply, tool_json=as_json)
+
+    @classmethod
+    def _read(cls, tokenizer: Any, tools: list[dict[str, Any]] | None, template_kwargs: dict[str, Any]) -> ChatFormat:
+        kwargs = {"tools": tools, **template_kwargs} if tools else dict(template_kwargs)
         try:
             one = tokenizer.apply_chat_template([{"role": "user", "content": _U}], tokenize=False,
-                                                add_generation_prompt=True)
+                                                add_generation_prompt=True, **kwargs)
             three = tokenizer.apply_chat_template(
                 [{"role": "user", "content": _U}, {"role": "assistant", "content": _A},
-                 {"role": "user", "content": _C}], tokenize=False, add_generation_prompt=True)
+                 {"role": "user", "content": _C}], tokenize=False, add_generation_prompt=True, **kwargs)
         except Exception as e:  # noqa: BLE001 (templates may raise anything; say which and what to do)
             raise ChatTemplateError(f"The tokenizer's chat template failed to render a user/assistant/user "
                                     f"conversation ({type(e).__name__}: {e}); pass chat=ChatFormat(first=..., "
@@ -220,6 +265,8 @@ class HFPolicy:
             it has none.
         sampling: how replies are sampled.
         chat: the turn layout (default: from the tokenizer's chat template).
+        tools: OpenAI tool schemas the chat template renders into the prompt (see
+            :meth:`ChatFormat.from_tokenizer`); None: no tools in the prompt.
 
     Example:
         >>> policy = HFPolicy.from_pretrained("path/to/model")  # doctest: +SKIP
@@ -229,7 +276,7 @@ class HFPolicy:
     """
 
     def __init__(self, model: Any, tokenizer: Any, sampling: Sampling | None = None,
-                 chat: ChatFormat | None = None):
+                 chat: ChatFormat | None = None, tools: list[dict[str, Any]] | None = None):
         require_torch()
         from transformers import GenerationConfig
 
@@ -241,7 +288,7 @@ class HFPolicy:
         self.model = model
         self.tokenizer = tokenizer
         self.sampling = sampling or Sampling()
-        self.chat = chat or ChatFormat.from_tokenizer(tokenizer)
+        self.chat = chat or ChatFormat.from_tokenizer(tokenizer, tools)
         # A checkpoint's generation_config (Qwen3: top_k=20, top_p=0.95, temperature=0.6) fills every value
         # generate() is not given; replace it, so that nothing but Sampling shapes the distribution.
         self.checkpoint_generation_config = model.generation_config
@@ -253,7 +300,8 @@ class HFPolicy:
 
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike[str], sampling: Sampling | None = None, *,
-                        dtype: str | None = None, device: str | None = None, **model_kwargs: Any) -> HFPolicy:
+                        dtype: str | None = None, device: str | None = None,
+                        tools: list[dict[str, Any]] | None = None, **model_kwargs: Any) -> HFPolicy:
         """Load a model and tokenizer saved with ``save_pretrained`` (or a hub id, where the hub is reachable).
 
         Args:
@@ -268,7 +316,7 @@ class HFPolicy:
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype), **model_kwargs).to(device)
         model.eval()
-        return cls(model, tokenizer, sampling)
+        return cls(model, tokenizer, sampling, tools=tools)
 
     @property
     def device(self) -> Any:
@@ -288,10 +336,16 @@ class HFPolicy:
         t.add_context(self._markup(self.chat.first) + self.encode(prompt) + self._markup(self.chat.reply))
         return t
 
-    def observe(self, trajectory: Trajectory, observation: str) -> None:
-        """Append an observation as the next user turn."""
-        trajectory.add_context(self._markup(self.chat.between) + self.encode(observation)
-                               + self._markup(self.chat.reply))
+    def observe(self, trajectory: Trajectory, observation: str, tool: bool = False) -> None:
+        """Append an observation as the next user turn, or, with ``tool`` (it answers the reply's native
+        tool call) and a template that lays out tool messages, as the tool's response."""
+        if tool and self.chat.tool_between is not None and self.chat.tool_reply is not None:
+            before, after = self.chat.tool_between, self.chat.tool_reply
+            if self.chat.tool_json:
+                observation = json.dumps(observation, ensure_ascii=False)
+        else:
+            before, after = self.chat.between, self.chat.reply
+        trajectory.add_context(self._markup(before) + self.encode(observation) + self._markup(after))
 
     def room(self, trajectory: Trajectory) -> int:
         """How many tokens the next reply may have."""
@@ -399,6 +453,8 @@ class HFAgent:
         temperature, top_p, max_new_tokens, max_context_tokens: see :class:`Sampling` (greedy by default,
             for benchmarks).
         dtype, device: see :meth:`HFPolicy.from_pretrained`.
+        native_tools: the chat template renders the tools and lays out the answer to a native call as a tool
+            message, as the GRPO learner trains with (``GRPOConfig.native_tools``).
 
     After an episode, ``trajectory`` holds its exact tokens and ``stats`` the token counts.
     """
@@ -407,19 +463,23 @@ class HFAgent:
 
     def __init__(self, model: str | os.PathLike[str] | HFPolicy, *, temperature: float = 0.0, top_p: float = 1.0,
                  max_new_tokens: int = 512, max_context_tokens: int | None = None, dtype: str | None = None,
-                 device: str | None = None):
+                 device: str | None = None, native_tools: bool = True):
         if isinstance(model, HFPolicy):
             self.policy = model
         else:
+            from frog_gym.env.toolspec import openai_tools
+
             sampling = Sampling(temperature, top_p, max_new_tokens, max_context_tokens)
-            self.policy = HFPolicy.from_pretrained(model, sampling, dtype=dtype, device=device)
+            self.policy = HFPolicy.from_pretrained(model, sampling, dtype=dtype, device=device,
+                                                   tools=openai_tools() if native_tools else None)
         self.trajectory = Trajectory()
         self.stats = AgentStats()
         self._prompt = ""
+        self._reply = ""
 
     def reset(self, prompt: str, info: dict[str, Any]) -> None:
         """Start a new conversation with the task prompt."""
-        self._prompt = prompt
+        self._prompt, self._reply = prompt, ""
         self.trajectory = Trajectory()
         self.stats = AgentStats()
 
@@ -428,7 +488,7 @@ class HFAgent:
         if not self.trajectory.ids:
             self.trajectory = self.policy.start(self._prompt)
         else:
-            self.policy.observe(self.trajectory, observation)
+            self.policy.observe(self.trajectory, observation, tool=answers_a_call(self._reply))
         try:
             [text] = self.policy.generate([self.trajectory])
         except ContextFull:
@@ -437,4 +497,5 @@ class HFAgent:
         self.stats.model_calls += 1
         self.stats.completion_tokens += len(self.trajectory.generated()[-1])
         self.stats.prompt_tokens = len(self.trajectory) - self.stats.completion_tokens
+        self._reply = text
         return text

@@ -1,7 +1,11 @@
 """Rollouts on Ray: a pool of env actors, one per sandbox slot (the ``ray`` extra).
 
-The driver keeps the harness, the curriculum and the learner; each actor holds one env (its sandbox, its
-workspace, its prepared repository venvs) and runs episodes one at a time. Actors are placed by Ray's
+The driver keeps the harness, the curriculum and the learner; each actor is one process with its prepared
+repository venvs. Whole episodes under a harness (``frog-gym bench --ray``) run one at a time per actor. Episodes
+stepped from the driver (:class:`RemoteEnv`) run on the actor's event loop through the env's async API
+(:mod:`frog_gym.env`): an actor holds up to ``PoolConfig.episodes_per_actor`` of them at once, each with its
+own env, sandbox and workspace, and an episode waiting on its command holds no thread (the actor's threads
+are the env's two shared pools, whatever the number of episodes). Actors are placed by Ray's
 resource scheduler: each asks for ``cpus_per_env`` CPUs, ``memory_mb_per_env`` of memory and any custom
 resources (``{"frog_sandbox": 1}`` keeps them on nodes that advertise sandbox slots, e.g.
 ``ray start --resources='{"frog_sandbox": 64}'``). A few warm spares wait with their env built, so that an
@@ -29,14 +33,16 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from frog_gym.errors import FrogGymError
 
 INSTALL_HINT = "pip install 'frog-gym[ray]'"
+_T = TypeVar("_T")
 
 
 class RayError(FrogGymError):
@@ -166,6 +172,11 @@ class PoolConfig:
     env_vars: dict[str, str] = field(default_factory=dict)
     """Environment variables set in every actor's worker process (Ray's ``runtime_env``), e.g.
     ``{"DOCKER_HOST": "unix:///run/docker.sock"}`` where the nodes' Docker engine listens somewhere else."""
+    episodes_per_actor: int = 1
+    """Episodes stepped through :class:`RemoteEnv` that one actor holds at once (each its own env, on the actor's
+    event loop): ``workers * episodes_per_actor`` episodes in flight. The actor's ``cpus_per_env`` is shared by
+    them: raise it with this where episodes run tests often. Whole episodes (``run_episodes``) stay one per
+    actor."""
     max_starting: int = 4
     """Actors building their env (preparing repository venvs) at the same time."""
     max_retries: int = 3
@@ -182,6 +193,9 @@ class PoolConfig:
             raise FrogGymError(f"PoolConfig.workers={self.workers}: a pool needs at least one actor.")
         if self.spares < 0 or self.max_retries < 0:
             raise FrogGymError("PoolConfig.spares and max_retries must be 0 or more.")
+        if self.episodes_per_actor < 1:
+            raise FrogGymError(f"PoolConfig.episodes_per_actor={self.episodes_per_actor}: an actor holds at least one "
+                               "episode.")
         if self.max_starting < 1:
             raise FrogGymError(f"PoolConfig.max_starting={self.max_starting}: at least one actor must start at a "
                                "time.")
@@ -236,15 +250,17 @@ def check_capacity(ray: Any, config: PoolConfig) -> None:
 
 # -- the actor --------------------------------------------------------------------------------------
 class EnvActor:
-    """One sandbox slot: an env kept across episodes. Wrapped by ``ray.remote`` in :class:`RayEnvPool`.
+    """One actor process: envs kept across episodes. Wrapped by ``ray.remote`` in :class:`RayEnvPool`.
 
     Two ways to drive it: whole episodes under a harness (:meth:`episode`, what ``frog-gym bench --ray``
-    uses), or step by step (:meth:`make`, :meth:`reset`, :meth:`step`, what a learner's rollout uses
-    through :class:`RemoteEnv`)."""
+    uses; one at a time), or step by step (:meth:`make`, :meth:`reset`, :meth:`step`, each naming its env by a
+    key, what a learner's rollout uses through :class:`RemoteEnv`). It is an asyncio actor: the step-by-step
+    calls of several envs run at once on its event loop, through the env's async API."""
 
     def __init__(self) -> None:
-        self.env: Any = None
-        self.env_key: Any = None
+        self.envs: dict[str, Any] = {}
+        """key -> the env a :class:`RemoteEnv` steps."""
+        self.specs: dict[str, Any] = {}
 
     def where(self) -> dict[str, Any]:
         """The node and process this actor runs on."""
@@ -252,56 +268,77 @@ class EnvActor:
 
         return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
 
-    def warm(self, repos: Sequence[str]) -> dict[str, Any]:
+    async def warm(self, repos: Sequence[str]) -> dict[str, Any]:
         """Prepare the repositories' snapshots and venvs on this node (a no-op where they are cached)."""
+        from frog_gym.env.core import in_thread
         from frog_gym.catalog.snapshot import prepare
         from frog_gym.catalog.spec import load_repo
 
         t = time.monotonic()
         for repo in repos:
-            prepare(load_repo(repo))
+            await in_thread(prepare, load_repo(repo))
         return {**self.where(), "warm_s": time.monotonic() - t}
 
-    def episode(self, spec_toml: str, agent: str, opts: dict[str, Any], label: str, task_id: str,
-                sample: int) -> dict[str, Any]:
-        """Run one episode exactly as a local bench worker does; returns its result and its trajectory."""
+    async def episode(self, spec_toml: str, agent: str, opts: dict[str, Any], label: str, task_id: str,
+                      sample: int) -> dict[str, Any]:
+        """Run one episode exactly as a local bench worker does (on a thread: the harness's agents are sync);
+        returns its result and its trajectory."""
         from frog_gym.bench.worker import _episode, trajectory_path
+        from frog_gym.env.core import in_thread
 
-        with tempfile.TemporaryDirectory(prefix="frog-gym-ray-") as out:
-            d = _episode(spec_toml, agent, opts, label, task_id, sample, out)
-            traj = trajectory_path(Path(out), task_id, sample)
-            text = traj.read_text(encoding="utf-8") if traj.exists() else ""
-        return {"result": d, "trajectory": text, **self.where()}
+        def run() -> dict[str, Any]:
+            with tempfile.TemporaryDirectory(prefix="frog-gym-ray-") as out:
+                d = _episode(spec_toml, agent, opts, label, task_id, sample, out)
+                traj = trajectory_path(Path(out), task_id, sample)
+                text = traj.read_text(encoding="utf-8") if traj.exists() else ""
+            return {"result": d, "trajectory": text}
 
-    def make(self, env_id: str, kwargs: dict[str, Any]) -> None:
-        """Hold an env of ``env_id`` (kept if it is the one already held)."""
+        return {**await in_thread(run), **self.where()}
+
+    async def make(self, key: str, env_id: str, kwargs: dict[str, Any]) -> None:
+        """Hold an env of ``env_id`` under ``key`` (kept if it is the one already held there)."""
         import gymnasium as gym
 
         import frog_gym  # noqa: F401  (registers the envs)
+        from frog_gym.env.core import in_thread
 
-        key = (env_id, sorted(kwargs.items()))
-        if self.env is not None and self.env_key == key:
+        spec = (env_id, sorted(kwargs.items()))
+        if key in self.envs and self.specs[key] == spec:
             return
-        if self.env is not None:
-            self.env.close()
-        self.env, self.env_key = gym.make(env_id, **kwargs), key
+        if key in self.envs:
+            await self.envs.pop(key).aclose()
+        # The env itself, not gymnasium's wrappers: its own step budget ends (and grades) an episode.
+        self.envs[key] = (await in_thread(gym.make, env_id, **kwargs)).unwrapped
+        self.specs[key] = spec
 
-    def reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
-        return self.env.reset(seed=seed, options=options)
+    async def reset(self, key: str, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+        return await self.envs[key].areset(seed=seed, options=options)
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        return self.env.step(action)
+    async def step(self, key: str, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        return await self.envs[key].astep(action)
 
-    def diff(self) -> str:
-        return self.env.unwrapped.diff()
+    async def diff(self, key: str) -> str:
+        from frog_gym.env.core import in_thread
 
-    def close(self) -> None:
+        return await in_thread(self.envs[key].diff)
+
+    def load(self) -> dict[str, int]:
+        """What this actor holds now: its envs, and its process's Python threads (bounded by the env's shared
+        pools, whatever the number of envs)."""
+        return {"envs": len(self.envs), "threads": threading.active_count()}
+
+    async def close(self, key: str | None = None) -> None:
+        """Close the env under ``key``; with no key, every env of the actor (the bench's too)."""
         from frog_gym.bench import worker
+        from frog_gym.env.core import in_thread
 
-        if self.env is not None:
-            self.env.close()
-            self.env = None
-        worker.release()
+        for k in [key] if key is not None else list(self.envs):
+            env = self.envs.pop(k, None)
+            self.specs.pop(k, None)
+            if env is not None:
+                await env.aclose()
+        if key is None:
+            await in_thread(worker.release)
 
 
 # -- the pool ---------------------------------------------------------------------------------------
@@ -320,7 +357,10 @@ class RayEnvPool:
             raise RayError("Ray is not connected; call frog_gym.bench.distributed.connect() first.")
         self.ray, self.config, self.repos = ray, config or PoolConfig(), sorted(set(repos))
         check_capacity(ray, self.config)
-        opts: dict[str, Any] = {"num_cpus": self.config.cpus_per_env, "max_restarts": 0, "max_concurrency": 1}
+        # An asyncio actor: its envs' calls run at once on its loop (room for every episode it may hold, plus
+        # where(), load() and close() beside them).
+        opts: dict[str, Any] = {"num_cpus": self.config.cpus_per_env, "max_restarts": 0,
+                                "max_concurrency": self.config.episodes_per_actor + 4}
         if self.config.memory_mb_per_env:
             opts["memory"] = self.config.memory_mb_per_env * 2**20
         if self.config.resources:
@@ -342,6 +382,8 @@ class RayEnvPool:
         """Actors that died (with their node or process) since the pool started."""
         self.running: dict[Any, tuple[Any, tuple[str, int, int]]] = {}
         """episode() reference -> (actor, (task_id, sample, tries)) of the episodes in flight."""
+        self.leased: dict[Any, int] = {}
+        """Actors leased to :class:`RemoteEnv` episodes -> how many each holds (up to ``episodes_per_actor``)."""
         self.placements: dict[str, str] = {}
         """``task_id/sample`` -> node id of the actor whose result was kept."""
         self._want(self.config.workers + self.config.spares)
@@ -411,25 +453,39 @@ class RayEnvPool:
         self._want(1)
 
     def lease(self) -> Any:
-        """An idle started actor for the caller's exclusive use (waits for one to start if none is idle)."""
+        """A started actor with room for one more episode: an idle one while fewer than ``workers`` are leased,
+        else the least loaded leased one below ``episodes_per_actor``, else an idle one (a spare, replaced) or
+        one that starts. Give it back with :meth:`release`."""
         with self._lock:
-            if not self.idle and not self.starting and not self.waiting:
-                self._want(1)
-            while not self.idle:
-                self._wait_started(1)
-            actor = self.idle.pop(0)
-            if len(self.idle) + len(self.starting) + self.waiting < self.config.spares:
-                self._want(1)  # keep the spares warm
+            room = [(n, i) for i, n in enumerate(self.leased.values()) if n < self.config.episodes_per_actor]
+            if room and (len(self.leased) >= self.config.workers or not self.idle):
+                actor = list(self.leased)[min(room)[1]]
+            else:
+                if not self.idle and not self.starting and not self.waiting:
+                    self._want(1)
+                while not self.idle:
+                    self._wait_started(1)
+                actor = self.idle.pop(0)
+                if len(self.idle) + len(self.starting) + self.waiting < self.config.spares:
+                    self._want(1)  # keep the spares warm
+            self.leased[actor] = self.leased.get(actor, 0) + 1
             return actor
 
     def release(self, actor: Any) -> None:
+        """One episode on ``actor`` ended; an actor that holds none is idle again."""
         with self._lock:
-            self.idle.append(actor)
+            n = self.leased.pop(actor, 1) - 1
+            if n > 0:
+                self.leased[actor] = n
+            else:
+                self.idle.append(actor)
 
     def replace(self, actor: Any) -> Any:
-        """``actor`` died: a fresh one in its place (a warm spare when there is one)."""
+        """``actor`` died: a fresh one in its place (a warm spare when there is one). Each episode it held
+        asks; the first one's call forgets it and starts a replacement."""
         with self._lock:
-            self._lost(actor)
+            if self.leased.pop(actor, None) is not None:
+                self._lost(actor)
         return self.lease()
 
     # -- whole episodes --
@@ -492,7 +548,8 @@ class RayEnvPool:
 
     def close(self) -> None:
         """Close every actor's env (removing its workspace) and end the actors."""
-        actors = list(self.idle) + [a for a, _ in self.starting.values()] + [a for a, _ in self.running.values()]
+        actors = (list(self.idle) + [a for a, _ in self.starting.values()] + [a for a, _ in self.running.values()]
+                  + list(self.leased))
         refs = [a.close.remote() for a in actors]
         try:
             self.ray.wait(refs, num_returns=len(refs), timeout=30)
@@ -503,7 +560,7 @@ class RayEnvPool:
                 self.ray.kill(a, no_restart=True)
             except Exception:  # noqa: BLE001
                 pass
-        self.idle, self.starting, self.placed, self.running, self.waiting = [], {}, {}, {}, 0
+        self.idle, self.starting, self.placed, self.running, self.waiting, self.leased = [], {}, {}, {}, 0, {}
 
 
 _POOLS: dict[str, RayEnvPool] = {}
@@ -532,67 +589,132 @@ def close_pools() -> None:
 
 
 # -- one env, step by step --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Blocking:
+    """A :class:`RemoteEnv` operation waits for ``fn()`` (the pool's blocking lease of a replacement actor)."""
+
+    fn: Any
+
+
 class RemoteEnv:
     """A Gymnasium-style env whose episodes run in a pool actor, for learners that step envs themselves.
 
-    ``reset``/``step``/``close`` behave as on the local env. If the actor dies mid-episode, a replacement
-    replays the episode so far (the same seed and task, then the same actions: the env is deterministic
-    in them) and the step is retried, so the learner never sees the failure as a reward.
+    ``reset``/``step``/``close`` behave as on the local env, and so do ``areset``/``astep``/``aclose``, awaited
+    (the driver's loop awaits the actor's answer; no thread waits). Several RemoteEnvs may share an actor
+    (``PoolConfig.episodes_per_actor``), each with its own env there. If the actor dies mid-episode, a
+    replacement replays the episode so far (the same seed and task, then the same actions: the env is
+    deterministic in them) and the step is retried, so the learner never sees the failure as a reward.
     """
 
     def __init__(self, pool: RayEnvPool, env_id: str, **kwargs: Any):
         self.pool, self.env_id, self.kwargs = pool, env_id, kwargs
+        self.key = uuid.uuid4().hex
+        """This env's name in its actor."""
         self._reset_args: tuple[Any, Any] | None = None
         self._actions: list[Any] = []
-        self.actor = pool.lease()
-        self._call("make", env_id, kwargs)
         self.retries = 0
         """Times an actor died under this env and was replaced."""
+        self.actor = pool.lease()
+        self._run(self._call_g("make", env_id, kwargs))
 
-    def _call(self, name: str, *args: Any) -> Any:
+    # Each operation is written once, as a generator that yields what it waits for (an actor call's reference,
+    # or a blocking pool call), driven by ray.get (sync) or by awaiting (async).
+    def _run(self, op: Generator[Any, Any, _T]) -> _T:
+        answer: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                item = op.throw(error) if error is not None else op.send(answer)
+            except StopIteration as stop:
+                return stop.value
+            answer, error = None, None
+            try:
+                answer = item.fn() if isinstance(item, _Blocking) else self.pool.ray.get(item)
+            except Exception as e:  # noqa: BLE001 (handed to the operation, raised where it waited)
+                error = e
+
+    async def _arun(self, op: Generator[Any, Any, _T]) -> _T:
+        from frog_gym.env.core import in_thread
+
+        answer: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                item = op.throw(error) if error is not None else op.send(answer)
+            except StopIteration as stop:
+                return stop.value
+            answer, error = None, None
+            try:
+                answer = await (in_thread(item.fn) if isinstance(item, _Blocking) else item)
+            except Exception as e:  # noqa: BLE001 (as in _run)
+                error = e
+
+    def _call_g(self, name: str, *args: Any) -> Generator[Any, Any, Any]:
         for attempt in range(self.pool.config.max_retries + 1):
             try:
-                return self.pool.ray.get(getattr(self.actor, name).remote(*args))
+                return (yield getattr(self.actor, name).remote(self.key, *args))
             except self.pool._died:
                 if attempt == self.pool.config.max_retries:
                     raise
                 self.retries += 1
-                self.actor = self.pool.replace(self.actor)
-                self.pool.ray.get(self.actor.make.remote(self.env_id, self.kwargs))
+                yield from self._replace_g()
                 if name in ("step", "diff") and self._reset_args is not None:
-                    self.pool.ray.get(self.actor.reset.remote(*self._reset_args))
+                    yield self.actor.reset.remote(self.key, *self._reset_args)
                     for a in self._actions[:-1] if name == "step" else self._actions:
-                        self.pool.ray.get(self.actor.step.remote(a))
+                        yield self.actor.step.remote(self.key, a)
         raise AssertionError("unreachable")
+
+    def _replace_g(self) -> Generator[Any, Any, None]:
+        dead = self.actor
+        self.actor = yield _Blocking(lambda: self.pool.replace(dead))
+        yield self.actor.make.remote(self.key, self.env_id, self.kwargs)
+
+    def _step_g(self, action: Any) -> Generator[Any, Any, tuple[Any, float, bool, bool, dict[str, Any]]]:
+        self._actions.append(action)
+        try:
+            return (yield from self._call_g("step", action))
+        except self.pool._died as e:
+            why = f"ray: the env's actor died {self.pool.config.max_retries + 1} times ({_first(e)})"
+            yield from self._replace_g()
+            self._reset_args, self._actions = None, []
+            return (f"Infrastructure failure (not scored): {why}", 0.0, False, True,
+                    {"infra_failure": why, "steps": None})
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         self._reset_args, self._actions = (seed, options), []
-        return self._call("reset", seed, options)
+        return self._run(self._call_g("reset", seed, options))
+
+    async def areset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        self._reset_args, self._actions = (seed, options), []
+        return await self._arun(self._call_g("reset", seed, options))
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """The env's step; if actors keep dying under it (past ``max_retries`` replays), the episode ends
         truncated with ``info["infra_failure"]`` (never scored; the 0.0 reward is Gymnasium's placeholder)
         and a fresh actor waits for the next ``reset``."""
-        self._actions.append(action)
-        try:
-            return self._call("step", action)
-        except self.pool._died as e:
-            why = f"ray: the env's actor died {self.pool.config.max_retries + 1} times ({_first(e)})"
-            self.actor = self.pool.replace(self.actor)
-            self.pool.ray.get(self.actor.make.remote(self.env_id, self.kwargs))
-            self._reset_args, self._actions = None, []
-            return (f"Infrastructure failure (not scored): {why}", 0.0, False, True,
-                    {"infra_failure": why, "steps": None})
+        return self._run(self._step_g(action))
+
+    async def astep(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """:meth:`step`, awaited."""
+        return await self._arun(self._step_g(action))
 
     def diff(self) -> str:
-        return self._call("diff")
+        return self._run(self._call_g("diff"))
 
     def close(self) -> None:
         if self.actor is not None:
             try:
-                self.pool.ray.get(self.actor.close.remote())
+                self.pool.ray.get(self.actor.close.remote(self.key))
                 self.pool.release(self.actor)
             except self.pool._died:
                 pass
             self.actor = None
 
+    async def aclose(self) -> None:
+        if self.actor is not None:
+            try:
+                await self.actor.close.remote(self.key)
+                self.pool.release(self.actor)
+            except self.pool._died:
+                pass
+            self.actor = None

@@ -15,16 +15,43 @@ Example:
     >>> reward, terminated, info["report"]["resolved"]
     (0.0, True, 'RESOLVED_NO')
     >>> env.close()
+
+Async: ``await env.areset(...)``, ``await env.astep(action)`` and ``await env.aclose()`` return exactly what
+``reset``, ``step`` and ``close`` return, and share their code (``step`` and ``astep`` run one generator,
+:meth:`FrogSWEEnv._step_g`, that yields what it waits for). Many episodes run on one event loop: a ``bash``
+command waits on its sandbox's pipes as loop readers (no thread; :meth:`LocalSandbox.arun
+<frog_gym.sandbox.local.LocalSandbox.arun>`), file tools run on the loop, and the blocking host work of an
+episode (a reset's workspace sync and sandbox start, grading, close) runs on a thread pool shared by the
+process (``FROG_GYM_ASYNC_THREADS``, default ``min(32, CPUs + 4)``; a grade adds its oracle replay's thread),
+so threads do not grow with episodes.
+One call at a time per env. Cancelling ``astep`` mid-command kills the sandbox's processes (the next
+command starts in a fresh shell at /testbed); cancelled mid-grade, the grade finishes first. The Docker
+backend's commands run on that pool too. ``gym.make`` wraps the env: call these on ``env.unwrapped`` (the
+env enforces its own step budget, ``max_steps`` or else the registration's, and grades when it runs out).
+
+    >>> async def episode():
+    ...     env = gym.make("FrogSWE-Toy-v0").unwrapped
+    ...     prompt, info = await env.areset(options={"task_id": "frogtoy__handwritten-0001"})
+    ...     obs, reward, terminated, truncated, info = await env.astep({"tool": "submit"})
+    ...     await env.aclose()
+    ...     return reward
+    >>> import asyncio; asyncio.run(episode())
+    0.0
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import gymnasium as gym
 
@@ -33,8 +60,8 @@ from frog_gym.errors import FrogGymError, SandboxError, UnknownNameError
 from frog_gym.grading.grade import GradeReport, grade
 from frog_gym.env.prompt import render_prompt
 from frog_gym.sandbox.reaper import work_dir
-from frog_gym.sandbox.base import Limits
-from frog_gym.sandbox import Sandbox, make_sandbox
+from frog_gym.sandbox.base import ExecResult, Limits
+from frog_gym.sandbox import AsyncSandbox, Sandbox, make_sandbox
 from frog_gym.catalog.snapshot import PreparedRepo, prepare
 from frog_gym.env.spaces import UnicodeText
 from frog_gym.catalog.live import is_live, task_spec
@@ -47,6 +74,57 @@ MAX_OBS_CHARS = 1_000_000
 DEFAULT_MAX_STEPS = 100
 MAX_WORKSPACES = int(os.environ.get("FROG_GYM_WORKSPACES", "12"))
 """Workspaces an env keeps, one per repository venv (``FROG_GYM_WORKSPACES`` sets it; see ``_use_workspace``)."""
+ASYNC_THREADS = int(os.environ.get("FROG_GYM_ASYNC_THREADS", "0")) or min(32, (os.cpu_count() or 1) + 4)
+"""Threads the async API's blocking host work (reset, grading, close) shares, for every env of the process."""
+
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class _Bash:
+    """A step waits for a command in the episode's shell; the answer is its ExecResult."""
+
+    command: str
+
+
+@dataclass(frozen=True)
+class _Host:
+    """A step waits for blocking host work (grading); the answer is ``fn()``'s result."""
+
+    fn: Callable[[], Any]
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _host_pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=ASYNC_THREADS, thread_name_prefix="frog-env")
+        return _POOL
+
+
+def _forget_pool_in_child() -> None:
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
+async def in_thread(fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """``fn(*args, **kwargs)`` on the async API's shared threads. Cancelled while it runs, it lets it finish
+    (host work on a workspace is never left half done) before the cancellation propagates."""
+    job = _host_pool().submit(fn, *args, **kwargs)
+    try:
+        return await asyncio.wrap_future(job)
+    except asyncio.CancelledError:
+        if not job.cancel():
+            await asyncio.wait([asyncio.wrap_future(job)])
+        raise
 
 
 class FrogSWEEnv(gym.Env[str, Any]):
@@ -65,6 +143,9 @@ class FrogSWEEnv(gym.Env[str, Any]):
         visible_tests: keep the FAIL_TO_PASS tests in the workspace (by default they are hidden, as in
             SWE-bench: the task's ``test_patch`` is applied only when grading); ``reset(options=
             {"visible_tests": ...})`` overrides it for one episode. ``info["visible_tests"]`` says which.
+
+    ``areset``, ``astep`` and ``aclose`` are the same calls awaited, for many episodes on one event loop (see
+    the module docstring): one call at a time per env.
     """
 
     metadata = {"render_modes": ["ansi", "human"]}
@@ -112,17 +193,31 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self._transcript: list[str] = []
         self.last_report: GradeReport | None = None
         self._graded_walk: dict[str, os.stat_result] | None = None
+        self._busy: str | None = None
 
     # -- Gymnasium API ------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        options = options or {}
+        return self._begin(self._pick(options or {}), options or {})
+
+    async def areset(self, *, seed: int | None = None,
+                     options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """:meth:`reset`, awaited; its host work (workspace sync, sandbox start) runs on the shared threads."""
+        with self._one_call("areset"):
+            super().reset(seed=seed)
+            return await in_thread(self._begin, self._pick(options or {}), options or {})
+
+    def _pick(self, options: dict[str, Any]) -> str:
         task_id = options.get("task_id") or self.task_id
         if task_id is None:
             pool = self._pool if self._pool is not None else default_pool()
             if not pool:
                 raise FrogGymError("No tasks are registered; see `frog-gym tasks` and `frog-gym generate`.")
             task_id = pool[int(self.np_random.integers(len(pool)))]
+        return task_id
+
+    def _begin(self, task_id: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Start an episode of ``task_id``: the workspace, the sandbox, the prompt (blocking host work)."""
         self.task = load_task(task_id)
         repo = _prepared(self.task)
         self._visible = bool(options.get("visible_tests", self.visible_tests))
@@ -151,7 +246,51 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self._transcript = [f"=== task {task_id} ===\n{prompt}"]
         return prompt, {**self._info(), "bounds": dict(self._sandbox.bounds)}
 
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> StepResult:
+        op = self._step_g(action)
+        answer: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                effect = op.throw(error) if error is not None else op.send(answer)
+            except StopIteration as stop:
+                return stop.value
+            answer, error = None, None
+            try:
+                assert self._sandbox is not None or not isinstance(effect, _Bash)
+                answer = self._sandbox.run(effect.command) if isinstance(effect, _Bash) else effect.fn()
+            except Exception as e:  # noqa: BLE001 (handed to the step, which decides, as where it was raised)
+                error = e
+
+    async def astep(self, action: Any) -> StepResult:
+        """:meth:`step`, awaited: the same observation, reward, flags and info (see the module docstring)."""
+        with self._one_call("astep"):
+            return await self._astep(action)
+
+    async def _astep(self, action: Any) -> StepResult:
+        op = self._step_g(action)
+        answer: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                effect = op.throw(error) if error is not None else op.send(answer)
+            except StopIteration as stop:
+                return stop.value
+            answer, error = None, None
+            try:
+                if isinstance(effect, _Bash):
+                    sandbox = self._sandbox
+                    assert sandbox is not None
+                    answer = await (sandbox.arun(effect.command) if isinstance(sandbox, AsyncSandbox)
+                                    else in_thread(sandbox.run, effect.command))
+                else:
+                    answer = await in_thread(effect.fn)
+            except Exception as e:  # noqa: BLE001 (as in step)
+                error = e
+
+    def _step_g(self, action: Any) -> Generator[_Bash | _Host, Any, StepResult]:
+        """The step, written once for :meth:`step` and :meth:`astep`: it yields each wait (a command, grading)
+        and gets the answer back (or the exception, raised where it yielded)."""
         if self._done or self.task is None:
             return ("The episode is over; call reset() to start a new one.", 0.0, True, False,
                     {"task_id": getattr(self.task, "instance_id", None), "error": "episode over"})
@@ -169,7 +308,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
             obs, ok, terminated = "Submitted. Grading with the repository's tests.", True, True
         elif call.tool == "bash":
             try:
-                obs, ok = self._bash(call.args["command"])
+                obs, ok = self._bash_output((yield _Bash(call.args["command"])))
             except SandboxError as e:
                 obs, ok, infra = f"The sandbox failed: {e}", False, str(e)
         else:
@@ -183,7 +322,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         if terminated or truncated:
             self._done = True
             if infra is None:
-                report = self._grade()
+                report: GradeReport = yield _Host(self._grade)
                 reward = report.reward(self.partial_credit)
                 info.update(report=report.to_dict(), resolved=report.is_resolved, infra_failure=report.infra_failure,
                             tampering=report.tampering)
@@ -202,19 +341,6 @@ class FrogSWEEnv(gym.Env[str, Any]):
             return "\n".join(self._transcript)
         return None
 
-    def interrupt(self) -> None:
-        """Kill what the running ``bash`` command started, from another thread, so that its step returns
-        now (with the output so far and the exit status of the killed command); a no-op between steps.
-
-        For a server whose client went away mid-step (``frog-gym serve``). The local sandbox only: its
-        kill sends signals and touches none of the shell's pipes, so it is safe while ``run()`` reads them;
-        under another backend the step runs to its command timeout."""
-        from frog_gym.sandbox.local import LocalSandbox
-
-        sandbox = self._sandbox
-        if isinstance(sandbox, LocalSandbox):
-            sandbox._kill_children()
-
     def close(self) -> None:
         if self._sandbox is not None:
             self._sandbox.close()
@@ -225,7 +351,23 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self._done = True
         grading_server.release(self)  # the last open env of the process stops the warm grading servers
 
+    async def aclose(self) -> None:
+        """:meth:`close`, awaited (it runs on the shared threads)."""
+        await in_thread(self.close)
+
     # -- helpers ------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _one_call(self, name: str) -> Iterator[None]:
+        """An env runs one async call at a time (its shell, its workspace); many envs run at once."""
+        if self._busy is not None:
+            raise FrogGymError(f"{name}() while this env's {self._busy}() is still running: await it first (one "
+                               "call at a time per env; run more episodes with more envs).")
+        self._busy = name
+        try:
+            yield
+        finally:
+            self._busy = None
+
     def _use_workspace(self, key: str) -> None:
         """Switch to the workspace kept for ``key`` (a repository venv), closing the sandbox bound to another."""
         ws = self._workspaces.get(key)
@@ -241,9 +383,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
                 self._sandbox = None
             self._ws, self._tools = ws, FileTools(ws.path)
 
-    def _bash(self, command: str) -> tuple[str, bool]:
-        assert self._sandbox is not None
-        r = self._sandbox.run(command)
+    def _bash_output(self, r: ExecResult) -> tuple[str, bool]:
         if r.timed_out:
             return (r.output + f"\n[timed out after {self.limits.command_timeout:g} s: the command and every process "
                     "it started were killed; the shell is still usable]"), False

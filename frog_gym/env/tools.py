@@ -1,8 +1,9 @@
 """Parsing agent actions and running the file tools, safely confined to the workspace.
 
 An action arrives as a dict ``{"tool": NAME, **args}`` (an OpenAI-style ``{"name", "arguments"}`` dict
-works too) or as model text: a JSON object (bare or in a fenced ``json`` block) or a fenced ``bash``
-block. Whatever arrives, :func:`parse_action` returns a :class:`Call` or an :class:`ActionError` whose
+works too, and Llama's ``{"name", "parameters"}``) or as model text: a JSON object (bare or in a fenced
+``json`` block), a fenced ``bash`` block, or one native tool call as a chat model writes it
+(``<tool_call>...</tool_call>`` or ``<|python_tag|>{...}``, see :mod:`frog_gym.env.toolcalls`). Whatever arrives, :func:`parse_action` returns a :class:`Call` or an :class:`ActionError` whose
 message tells the agent what to send instead; nothing here raises on bad input.
 
 File tools work on the host side of the workspace. Every path is resolved lexically and through
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym.errors import did_you_mean
+from frog_gym.env.toolcalls import PYTHON_TAG, parse_tool_calls
 from frog_gym.env.toolspec import TOOLS
 
 TESTBED = "/testbed"
@@ -55,6 +57,15 @@ def _from_text(text: str) -> dict[str, Any] | ActionError:
     s = text.strip()
     if not s:
         return ActionError("Empty action. " + _FORMAT_HELP)
+    if "<tool_call>" in s or s.startswith(PYTHON_TAG):  # a chat model's native call
+        reply = parse_tool_calls(s)
+        if reply.errors:
+            return ActionError(reply.errors[0])
+        if len(reply.calls) > 1:
+            return ActionError(f"The reply has {len(reply.calls)} tool calls; an env step runs one. Send one "
+                               "tool call per turn.")
+        if reply.calls:
+            return reply.calls[0].action()
     candidates: list[str] = [s] if s.startswith("{") else []
     fences = _FENCE.findall(text)
     for lang, body in reversed(fences):
@@ -96,8 +107,8 @@ def parse_action(action: Any) -> Call | ActionError:
     if not isinstance(action, dict):
         return ActionError(f"An action must be a dict or text, got {type(action).__name__}. " + _FORMAT_HELP)
     d = dict(action)
-    if "tool" not in d and "name" in d:  # OpenAI-style function call
-        args = d.get("arguments", {})
+    if "tool" not in d and "name" in d:  # OpenAI-style function call (Llama writes "parameters")
+        args = d.get("arguments", d.get("parameters", {}))
         if isinstance(args, str):
             try:
                 args = json.loads(args) if args.strip() else {}

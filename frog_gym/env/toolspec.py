@@ -1,7 +1,8 @@
 """The tools an agent can call inside a FrogSWE episode, described once.
 
 Every consumer reads this table: the env's action parser, the prompt shown to an agent, the OpenAI-style
-``tools=`` payload of the ``openai`` agent, and the harness fingerprint. An action is a dict
+``tools=`` schemas (:func:`openai_tools`) that every adapter sends with its requests and that a chat
+template renders into the prompt, and the harness fingerprint. An action is a dict
 ``{"tool": NAME, **arguments}``; the same action can be written as model text (a JSON object, optionally
 in a fenced ``json`` block, or a fenced ``bash`` block, which means the ``bash`` tool).
 
@@ -10,10 +11,13 @@ Example:
     ['bash', 'create', 'insert', 'str_replace', 'submit', 'undo_edit', 'view']
     >>> TOOLS["str_replace"].required
     ('path', 'old_str', 'new_str')
+    >>> openai_tools(["submit"])[0]["function"]["name"]
+    'submit'
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,3 +105,20 @@ TOOLS: dict[str, Tool] = {
         Tool("submit", "Finish the episode: the repository's tests grade the current state of the files."),
     )
 }
+
+
+def openai_tools(names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The tools as OpenAI function-calling schemas, in :data:`TOOLS` order: what a request's ``tools=``
+    carries and what ``tokenizer.apply_chat_template(messages, tools=...)`` renders into the prompt.
+
+    Args:
+        names: only these tools (each must be in :data:`TOOLS`); None: all of them.
+
+    Raises:
+        KeyError: a name that is not a tool.
+    """
+    wanted = list(TOOLS) if names is None else list(names)
+    unknown = [n for n in wanted if n not in TOOLS]
+    if unknown:
+        raise KeyError(f"Unknown tool {unknown[0]!r}; the tools are {', '.join(TOOLS)}.")
+    return [TOOLS[n].json_schema() for n in TOOLS if n in wanted]

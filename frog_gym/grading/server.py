@@ -39,7 +39,6 @@ import atexit
 import json
 import os
 import secrets
-import select
 import shutil
 import signal
 import subprocess
@@ -58,6 +57,7 @@ from frog_gym.grading.runner import (GRADING_PYTEST_ARGS, RunResult, TestStatus,
                                       key_fifo, pristine_binds, read_report, run_tests, test_files_of)
 from frog_gym.sandbox import owner
 from frog_gym.sandbox.base import Limits
+from frog_gym.sandbox.local import readable
 from frog_gym.catalog.snapshot import PreparedRepo, venv_key
 from frog_gym.sandbox.workspace import (Change, Template, Workspace, _Root, _rmtree_at, append_file, open_regular,
                                 parent_for_write, write_all, write_changes)
@@ -234,8 +234,7 @@ class GradingServer:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-            if ready:
+            if readable([fd], min(left, 1.0)):  # poll: a process of many episodes has descriptors past 1024
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     return None

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from frog_gym.errors import UnknownNameError
-from frog_gym.sandbox.base import ExecResult, Limits, Sandbox
+from frog_gym.sandbox.base import AsyncSandbox, ExecResult, Limits, Sandbox
 
 if TYPE_CHECKING:
     from frog_gym.catalog.snapshot import PreparedRepo
 
 BACKENDS = ("local", "docker")
 
-__all__ = ["BACKENDS", "ExecResult", "Limits", "Sandbox", "make_sandbox"]
+__all__ = ["BACKENDS", "AsyncSandbox", "ExecResult", "Limits", "Sandbox", "make_sandbox"]
 
 
 def make_sandbox(backend: str, repo: PreparedRepo | None, workspace: Path, limits: Limits | None = None,

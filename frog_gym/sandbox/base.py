@@ -109,6 +109,16 @@ class Sandbox(Protocol):
         ...
 
 
+@runtime_checkable
+class AsyncSandbox(Protocol):
+    """A sandbox that can also run a command on the running asyncio loop without holding a thread (the
+    local backend). The env's ``astep`` uses ``arun`` where a sandbox has it, else runs ``run`` on a thread."""
+
+    async def arun(self, command: str, timeout: float | None = None) -> ExecResult:
+        """:meth:`Sandbox.run`, awaited; cancelling it kills every process of the sandbox, the shell too."""
+        ...
+
+
 class ClosingOnExit:
     """What every sandbox shares: ``with`` closes it, and so does garbage collection of one left open.
 

@@ -10,6 +10,14 @@ included, because the kill is by PID namespace rather than by process group; the
 ``kill_all()`` kills the whole sandbox, shell included, by cgroup (verified empty) before the host touches
 the workspace; the next command starts in a warm spare sandbox.
 
+Every wait of a command (for its output, its exit status, its shell's handshake, a spare shell) is written
+once, as a generator that yields what it waits for (:class:`Wait`, :class:`Sleep`, :class:`Join`): ``run()``
+drives it blocking, ``arun()`` on the running asyncio loop, so that one thread serves many sandboxes'
+commands at once (see :mod:`frog_gym.env`, ``astep``). Cancelling ``arun()`` kills the whole sandbox, the
+command's process tree and the shell with it; the next command starts in a fresh shell at ``/testbed``.
+Spares are launched and dead sandboxes torn down on a thread pool shared by every sandbox of the process
+(``FROG_GYM_SANDBOX_THREADS``, default 4), so the process's thread count does not grow with its sandboxes.
+
 Example:
     >>> import tempfile, pathlib
     >>> ws = pathlib.Path(tempfile.mkdtemp())
@@ -21,7 +29,9 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import concurrent.futures
 import glob
 import os
 import resource
@@ -35,8 +45,11 @@ import threading
 import time
 import warnings
 import weakref
+from collections.abc import Generator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from frog_gym import paths
 from frog_gym.errors import SandboxError, SandboxUnavailableError
@@ -53,6 +66,120 @@ _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "nsswitch.c
 _INSTALL_HINT = ("bubblewrap (bwrap) is not installed. Install it with `sudo apt-get install bubblewrap` "
                  "(Debian/Ubuntu), `sudo dnf install bubblewrap` (Fedora) or `sudo pacman -S bubblewrap` (Arch). "
                  "To run without a sandbox at your own risk, set FROG_GYM_UNSANDBOXED=1 (see README, 'Safety').")
+
+
+POOL_THREADS = int(os.environ.get("FROG_GYM_SANDBOX_THREADS", "4"))
+"""Threads shared by every sandbox of the process to launch spare shells and reap killed sandboxes."""
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Wait until one of ``fds`` is readable (with ``write``: writable) or ``timeout`` seconds pass; the answer
+    is the ready ones."""
+
+    fds: tuple[int, ...]
+    timeout: float
+    write: bool = False
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """Wait ``seconds``."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Join:
+    """Wait for a future of the shared pool; the answer is its result."""
+
+    future: Future[Any]
+
+
+Waits = Generator["Wait | Sleep | Join", Any, _T]
+"""A sandbox operation written once: it yields what it waits for and returns its result."""
+
+
+def readable(fds: tuple[int, ...] | list[int], timeout: float, write: bool = False) -> list[int]:
+    """Those of ``fds`` that are readable (or at end of file; with ``write``: writable) within ``timeout``
+    seconds. ``poll``, not ``select``: a process running many sandboxes has descriptors past ``select``'s limit
+    of 1024."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLOUT if write else select.POLLIN)
+    return [fd for fd, _ in poller.poll(max(timeout, 0) * 1000)]
+
+
+def drive(op: Waits[_T]) -> _T:
+    """Run ``op`` to its end, blocking this thread at each wait."""
+    answer: Any = None
+    while True:
+        try:
+            w = op.send(answer)
+        except StopIteration as stop:
+            return stop.value
+        if isinstance(w, Wait):
+            answer = readable(w.fds, w.timeout, w.write)
+        elif isinstance(w, Sleep):
+            time.sleep(w.seconds)
+            answer = None
+        else:
+            answer = w.future.result()
+
+
+async def adrive(op: Waits[_T]) -> _T:
+    """Run ``op`` to its end on the running event loop: each wait is a loop reader, timer or wrapped future."""
+    loop = asyncio.get_running_loop()
+    answer: Any = None
+    while True:
+        try:
+            w = op.send(answer)
+        except StopIteration as stop:
+            return stop.value
+        if isinstance(w, Wait):
+            woken = loop.create_future()
+
+            def wake(woken: asyncio.Future[None] = woken) -> None:
+                if not woken.done():
+                    woken.set_result(None)
+
+            for fd in w.fds:
+                (loop.add_writer if w.write else loop.add_reader)(fd, wake)
+            timer = loop.call_later(max(w.timeout, 0), wake)
+            try:
+                await woken
+            finally:
+                timer.cancel()
+                for fd in w.fds:
+                    (loop.remove_writer if w.write else loop.remove_reader)(fd)
+            answer = readable(w.fds, 0, w.write)  # every ready one, as the blocking wait says
+        elif isinstance(w, Sleep):
+            await asyncio.sleep(w.seconds)
+            answer = None
+        else:
+            answer = await asyncio.wrap_future(w.future)
+
+
+_SHARED: ThreadPoolExecutor | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_pool() -> ThreadPoolExecutor:
+    """The process's sandbox threads (:data:`POOL_THREADS`; made on first use, anew in a forked child)."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="frog-sandbox")
+        return _SHARED
+
+
+def _forget_pool_in_child() -> None:
+    global _SHARED, _SHARED_LOCK
+    _SHARED, _SHARED_LOCK = None, threading.Lock()  # the parent's threads do not exist in a forked child
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
 def _prlimit_path() -> str | None:
@@ -192,7 +319,8 @@ class LocalSandbox(ClosingOnExit):
         self._pending = False
         self._init_pid: int | None = None
         self._spare: Future[tuple[subprocess.Popen[bytes], SandboxCgroup, int, int] | None] | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._jobs: set[Future[Any]] = set()
+        """This sandbox's work on the shared pool (a spare's launch, a teardown): close() waits for it."""
         self._hurry = threading.Event()
         self._tmp_fd: int | None = None
         self._used = False
@@ -298,11 +426,12 @@ class LocalSandbox(ClosingOnExit):
         os.set_blocking(ctl_r, False)
         assert proc.stdout is not None and proc.stdin is not None
         os.set_blocking(proc.stdout.fileno(), False)
-        try:
-            proc.stdin.write(f"set +o history; PS1=''; PS2=''; exec 2>&1; printf 'ready %s\\n' $$ >&{ctl_w}\n".encode())
-            proc.stdin.flush()
+        try:  # a few bytes into an empty pipe: this write does not wait
+            os.write(proc.stdin.fileno(),
+                     f"set +o history; PS1=''; PS2=''; exec 2>&1; printf 'ready %s\\n' $$ >&{ctl_w}\n".encode())
         except OSError:
             pass
+        os.set_blocking(proc.stdin.fileno(), False)  # commands are written by _send_g, which waits on the loop
         return proc, cgroup, ctl_r, ctl_w
 
     def _make_spare(self, hurry: threading.Event) -> tuple[subprocess.Popen[bytes], SandboxCgroup, int, int] | None:
@@ -317,15 +446,20 @@ class LocalSandbox(ClosingOnExit):
             return None
 
     def _start_shell(self) -> None:
+        drive(self._start_shell_g())
+
+    def _start_shell_g(self) -> Waits[None]:
         """Adopt the warm spare shell (or launch one) and warm the next spare in the background.
 
         Launching costs tens of milliseconds (moving a process into a cgroup waits for RCU on cgroup v1),
-        so a spare is started on a thread while the episode runs, and a reset only swaps it in.
+        so a spare is started on a thread while the episode runs, and a reset only swaps it in. A spare still
+        queued behind other sandboxes' work on the shared pool is not waited for: it is launched here.
         """
         spare = None
         if self._spare is not None:
             self._hurry.set()
-            spare = self._spare.result()
+            if not self._spare.cancel():
+                spare = yield Join(self._spare)
             self._spare = None
         if spare is None or spare[0].poll() is not None:
             if spare is not None:
@@ -336,12 +470,14 @@ class LocalSandbox(ClosingOnExit):
         self._pending = True
         if not self._closed:
             self._hurry = threading.Event()
-            self._spare = self._worker().submit(self._make_spare, self._hurry)
+            self._spare = self._submit(self._make_spare, self._hurry)
 
-    def _worker(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frog-sandbox")
-        return self._pool
+    def _submit(self, fn: Any, *args: Any) -> Future[Any]:
+        """Run ``fn(*args)`` on the shared pool, as work of this sandbox that close() waits for."""
+        job = shared_pool().submit(fn, *args)
+        self._jobs.add(job)
+        job.add_done_callback(self._jobs.discard)
+        return job
 
     @staticmethod
     def _discard(spare: tuple[subprocess.Popen[bytes], SandboxCgroup, int, int]) -> None:
@@ -349,12 +485,12 @@ class LocalSandbox(ClosingOnExit):
         _terminate(proc, cgroup)
         os.close(ctl_r)
 
-    def _ready(self) -> None:
+    def _ready_g(self) -> Waits[None]:
         """Wait for the shell's handshake (it boots while the caller does other work)."""
         if not self._pending:
             return
         self._pending = False
-        line = self._read_ctl(time.monotonic() + 10, _Capture(4096))
+        line = yield from self._read_ctl_g(time.monotonic() + 10, _Capture(4096))
         if line is None or line is _EOF or not line.startswith("ready "):
             out = self._drain_now()
             self._kill_all()
@@ -362,9 +498,9 @@ class LocalSandbox(ClosingOnExit):
                                f"{out.strip()[:500] or 'nothing'}). Check that `bwrap --unshare-all true` works "
                                "on this machine.")
         self._shell_nspid = int(line.split()[1])
-        self._ns = self._find_ns()
+        self._ns = yield from self._find_ns_g()
 
-    def _find_ns(self) -> str | None:
+    def _find_ns_g(self) -> Waits[str | None]:
         assert self._proc is not None
         if not self.isolated:
             return f"session:{self._proc.pid}"
@@ -379,17 +515,27 @@ class LocalSandbox(ClosingOnExit):
                 if ns and ns != own:
                     self._init_pid = int(k)
                     return ns
-            time.sleep(0.001)
+            yield Sleep(0.001)
         return None
 
     # -- talking to the shell -------------------------------------------------------------------------
-    def _send(self, data: bytes) -> None:
+    def _send_g(self, data: bytes, deadline: float) -> Waits[None]:
+        """Write ``data`` to the shell, waiting (not blocking) while its pipe is full: a long command is read by
+        bash a byte at a time. Stops at ``deadline`` (the caller then finds the command timed out) or when the
+        shell is gone (the caller then finds it exited)."""
         assert self._proc is not None and self._proc.stdin is not None
-        try:
-            self._proc.stdin.write(data)
-            self._proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass
+        fd = self._proc.stdin.fileno()
+        rest = memoryview(data)
+        while rest:
+            try:
+                rest = rest[os.write(fd, rest):]
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                yield Wait((fd,), min(left, 0.5), write=True)
+            except OSError:
+                return
 
     def _drain_now(self) -> str:
         cap = _Capture(8192)
@@ -411,7 +557,7 @@ class LocalSandbox(ClosingOnExit):
                 return False
             cap.feed(chunk)
 
-    def _read_ctl(self, deadline: float, cap: _Capture) -> str | None:
+    def _read_ctl_g(self, deadline: float, cap: _Capture) -> Waits[str | None]:
         """Wait for one control line, pumping output meanwhile.
 
         Returns None at the deadline, and ``_EOF`` when the shell has gone away.
@@ -427,7 +573,7 @@ class LocalSandbox(ClosingOnExit):
             if left <= 0:
                 return None
             fds = [self._ctl_r] + ([out_fd] if out_open else [])
-            ready, _, _ = select.select(fds, [], [], min(left, 0.5))
+            ready = yield Wait(tuple(fds), min(left, 0.5))
             if out_fd in ready:
                 out_open = self._pump(cap)
             if self._ctl_r in ready:
@@ -445,11 +591,26 @@ class LocalSandbox(ClosingOnExit):
 
     def run(self, command: str, timeout: float | None = None) -> ExecResult:
         """Run ``command`` in the persistent shell; see :class:`~frog_gym.sandbox.base.Sandbox`."""
+        return drive(self._run_g(command, timeout))
+
+    async def arun(self, command: str, timeout: float | None = None) -> ExecResult:
+        """:meth:`run` on the running event loop: the same result, with no thread held while it waits.
+
+        Cancelled (its task cancelled, or a timeout around it), it kills the whole sandbox, the command's
+        process tree and the shell, before the cancellation propagates; the next command starts in a fresh
+        shell at /testbed (cd and exported variables reset)."""
+        try:
+            return await adrive(self._run_g(command, timeout))
+        except asyncio.CancelledError:
+            self._kill_all()
+            raise
+
+    def _run_g(self, command: str, timeout: float | None) -> Waits[ExecResult]:
         if self._closed:
             raise SandboxError("run() on a closed sandbox; make a new one (or call env.reset()).")
         if self._proc is None or self._proc.poll() is not None:
-            self._restart_shell()
-        self._ready()
+            yield from self._restart_shell_g()
+        yield from self._ready_g()
         if self._budget_from_here:  # the episode's first command: what is in the workspace now is not charged
             self._budget.begin()
             self._budget_from_here = False
@@ -460,10 +621,10 @@ class LocalSandbox(ClosingOnExit):
                    f"printf '\\036%s\\n' $? >&{fd}\n").encode("utf-8", "surrogateescape")
         start = time.monotonic()
         self._used = True
-        self._send(wrapped)
+        yield from self._send_g(wrapped, start + timeout)
         over = None
         while True:  # the disk budget is checked while the command runs, twice a second
-            line = self._read_ctl(min(start + timeout, time.monotonic() + 0.5), cap)
+            line = yield from self._read_ctl_g(min(start + timeout, time.monotonic() + 0.5), cap)
             if line is not None or time.monotonic() >= start + timeout:
                 break
             over = self._budget.over(self._tmp())
@@ -472,15 +633,15 @@ class LocalSandbox(ClosingOnExit):
         timed_out = False
         code = None
         if line is None and over is not None:  # stop at once: a loop in the shell itself would go on writing
-            self._restart_shell()
+            yield from self._restart_shell_g()
             cap.feed(b"\n[every process of the sandbox was killed; a new shell was started in /testbed: cd and "
                      b"exported variables were reset]\n")
         elif line is None:
             timed_out = True
-            self._kill_children()
-            line = self._read_ctl(time.monotonic() + 2.0, cap)
+            yield from self._kill_children_g()
+            line = yield from self._read_ctl_g(time.monotonic() + 2.0, cap)
             if line is None or line is _EOF:  # the shell itself is wedged (`exec` replaced it): a new one
-                self._restart_shell()
+                yield from self._restart_shell_g()
         elif line is _EOF:
             assert self._proc is not None
             try:
@@ -489,9 +650,9 @@ class LocalSandbox(ClosingOnExit):
                 code = None
             cap.feed(b"\n[the shell exited; a new shell was started in /testbed: cd and exported variables "
                      b"were reset]\n")
-            self._restart_shell()
+            yield from self._restart_shell_g()
         else:
-            self._reap_if_crowded(cap)
+            yield from self._reap_if_crowded_g(cap)
         if over is None:
             over = self._budget.over(self._tmp())
         seconds = time.monotonic() - start
@@ -544,8 +705,7 @@ class LocalSandbox(ClosingOnExit):
                 over = budget.over(None)  # /tmp is a tmpfs no larger than the budget
                 if over is not None:
                     break
-            ready, _, _ = select.select([fd], [], [], min(left, 0.5))
-            if ready:
+            if readable([fd], min(left, 0.5)):
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
                     break
@@ -586,7 +746,7 @@ class LocalSandbox(ClosingOnExit):
                 pids.append(int(name))
         return pids
 
-    def _kill_children(self) -> None:
+    def _kill_children_g(self) -> Waits[None]:
         """Kill everything in the sandbox but its init and the shell: ``setsid`` children included."""
         for _ in range(50):
             victims = [p for p in self.sandbox_pids() if _nspid(p) not in (1, self._shell_nspid)]
@@ -597,9 +757,9 @@ class LocalSandbox(ClosingOnExit):
                     os.kill(p, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            time.sleep(0.005)
+            yield Sleep(0.005)
 
-    def _reap_if_crowded(self, cap: _Capture) -> None:
+    def _reap_if_crowded_g(self, cap: _Capture) -> Waits[None]:
         """Background processes may outlive their command, but not crowd the process limit (a fork bomb)."""
         if self._cgroup is None or self._cgroup.pids_path is None:
             return
@@ -609,7 +769,7 @@ class LocalSandbox(ClosingOnExit):
             return
         if current > self.limits.max_processes // 2:
             others = [p for p in self.sandbox_pids() if _nspid(p) not in (1, self._shell_nspid)]
-            self._kill_children()
+            yield from self._kill_children_g()
             cap.feed(f"\n[{len(others)} background processes were killed: the sandbox was near its limit of "
                      f"{self.limits.max_processes} processes]\n".encode())
 
@@ -622,7 +782,7 @@ class LocalSandbox(ClosingOnExit):
             if self._closed or cgroup is None or not cgroup.kill(until_gone=False):
                 _terminate(proc, cgroup)
             else:  # every process is past the point of no return; the kernel's teardown need not be waited for
-                self._worker().submit(_terminate, proc, cgroup)
+                self._submit(_terminate, proc, cgroup)
             if ctl_r >= 0:
                 os.close(ctl_r)
         self._ns = None
@@ -642,10 +802,10 @@ class LocalSandbox(ClosingOnExit):
             return  # no command ran in this shell since it started: nothing of the agent's is alive
         self._kill_all()
 
-    def _restart_shell(self) -> None:
+    def _restart_shell_g(self) -> Waits[None]:
         self._kill_all()
-        self._start_shell()
-        self._ready()
+        yield from self._start_shell_g()
+        yield from self._ready_g()
         self.restarts += 1
 
     def restart(self) -> None:
@@ -670,13 +830,11 @@ class LocalSandbox(ClosingOnExit):
         self._kill_all()
         self._hurry.set()
         if self._spare is not None:
-            spare = self._spare.result()
+            spare = self._spare.result() if not self._spare.cancel() else None
             self._spare = None
             if spare is not None:
                 self._discard(spare)
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        concurrent.futures.wait(list(self._jobs))  # its killed sandboxes' teardown: none of its processes is left
         self._budget.close()
 
 
@@ -718,7 +876,7 @@ def _terminate(proc: subprocess.Popen[bytes], cgroup: SandboxCgroup | None) -> N
         except OSError:
             pass
         for fd in fds:
-            select.select([fd], [], [], 10)
+            readable([fd], 10)
             os.close(fd)
     if proc.poll() is None:
         proc.kill()

@@ -66,3 +66,59 @@ def test_an_infrastructure_failure_is_reward_none_not_zero(monkeypatch, tmp_path
         assert env.get_metrics() == {"resolved": 0.0, "submitted": 0.0, "turns": 1.0}
     finally:
         env.close()
+
+
+def test_the_async_methods_return_what_the_sync_ones_do():
+    import asyncio
+
+    from frog_gym.agents.oracle import OracleAgent
+
+    oracle = OracleAgent()
+    oracle.reset("", {"task_id": TOY})
+    actions = ["```bash\ncd /tmp && export Y=5\n```", "no tool call here", "```bash\necho $PWD $Y\n```",
+               *[json.dumps(oracle.act("")) for _ in range(len(oracle._queue))]]
+    env = _make(max_turns=10)
+    try:
+        sync = [env.init([{"role": "system", "content": "You fix bugs."}])] + [env.step(a) for a in actions]
+    finally:
+        env.close()
+
+    async def run():
+        env = _make(max_turns=10)
+        try:
+            out = [await env.ainit([{"role": "system", "content": "You fix bugs."}])]
+            return out + [await env.astep(a) for a in actions]
+        finally:
+            await env.aclose()
+
+    asynchronous = asyncio.run(run())
+    assert asynchronous == sync
+    assert "/tmp 5" in asynchronous[3]["observations"][0]["content"] and asynchronous[-1]["reward"] == 1.0
+
+
+def test_episodes_step_at_once_on_one_event_loop(together):
+    import asyncio
+    import time
+
+    n = 6
+
+    async def episode(i: int, ready) -> tuple[str, float, float]:
+        env = _make(max_turns=10)
+        try:
+            await env.ainit([])
+            await env.astep("```bash\ntrue\n```")
+            await ready()
+            start = time.monotonic()
+            out = await env.astep(f"```bash\nsleep 2; echo episode-{i}\n```")
+            return out["observations"][0]["content"], start, time.monotonic()
+        finally:
+            await env.aclose()
+
+    async def run():
+        ready = together(n)
+        return await asyncio.gather(*(episode(i, ready) for i in range(n)))
+
+    results = asyncio.run(run())
+    assert all(f"episode-{i}" in text for i, (text, _, _) in enumerate(results))
+    took = max(end for _, _, end in results) - min(start for _, start, _ in results)
+    assert took < 6, took  # the six 2 s commands ran together, not one after another (12 s)

@@ -63,6 +63,40 @@ def test_an_unfixed_bug_scores_zero_at_the_step_budget(monkeypatch):
     assert trace.info["frog"]["steps"] == 3 and trace.info["frog"]["status"] == "RESOLVED_NO"
 
 
+def test_episodes_run_concurrently_on_one_event_loop(monkeypatch):
+    """Four rollouts at once on verifiers' loop: their 3 s commands run at the same time (the adapter awaits the
+    env's astep, so no episode waits for another's command). Each command prints when it ran, by the sandbox's
+    clock; the test counts how many ran at once."""
+    from frog_gym.adapters.verifiers import load_environment
+
+    monkeypatch.setenv("SCRIPTED_MODEL_KEY", "unused")
+    n = 4
+    span = '```bash\ns=$(date +%s.%N); sleep 3; echo "span $s $(date +%s.%N)"\n```'
+    model = ScriptedModel([span] * (2 * n))
+    env = load_environment(task_ids=[TOY], env_id="FrogSWE-Toy-v0", max_steps=2)
+    ctx = vf.ModelContext(model="scripted", client=vf.EvalClientConfig(base_url=model.base_url,
+                                                                         api_key_var="SCRIPTED_MODEL_KEY"))
+    task = next(iter(env.taskset))
+
+    async def run():
+        async with env.serving():
+            return await asyncio.gather(*(env.run_episode(task, ctx) for _ in range(n)))
+
+    try:
+        episodes = asyncio.run(run())
+        spans = {tuple(map(float, line.split()[1:3])) for r in model.requests for m in r["messages"]
+                 if m["role"] == "user" for line in str(m["content"]).splitlines() if line.startswith("span ")}
+    finally:
+        model.close()
+    for episode in episodes:
+        (trace,) = episode.traces
+        assert not episode.errors and trace.rewards["frog_resolved"].score == 0.0
+        assert trace.info["frog"]["steps"] == 2 and trace.info["frog"]["status"] == "RESOLVED_NO"
+    assert len(spans) == n  # one per episode: the second command ends it (the budget), its output reaches no model
+    at_once = max(sum(a <= t < b for a, b in spans) for t, _ in spans)
+    assert at_once >= 3, sorted(spans)
+
+
 def _oracle_replies() -> list[str]:
     from frog_gym.agents.oracle import OracleAgent
 

@@ -82,6 +82,100 @@ def test_remote_env_replays_the_episode_on_a_new_actor_when_its_actor_dies(local
         pool.close()
 
 
+def test_one_actor_holds_four_episodes_stepping_at_once(local_ray, together):
+    """Four RemoteEnvs on one actor process (episodes_per_actor=4), stepped from one driver loop: their 2 s
+    commands run at the same time, each episode keeps its own workspace, and the fixed one alone is resolved.
+    The actor's Python threads grow by the env's two shared pools (2 + 2 here) and the oracle's replay thread of
+    each grade running (2 at most), not by one per episode."""
+    import asyncio
+
+    from frog_gym.agents.oracle import OracleAgent
+    from frog_gym.bench.distributed import PoolConfig, RayEnvPool, RemoteEnv
+
+    small = {"FROG_GYM_ASYNC_THREADS": "2", "FROG_GYM_SANDBOX_THREADS": "2"}
+    pool = RayEnvPool(PoolConfig(workers=1, spares=0, cpus_per_env=0.5, episodes_per_actor=4, env_vars=small),
+                      repos=["frogtoy"])
+    envs = [RemoteEnv(pool, "FrogSWE-Toy-v0", max_steps=8) for _ in range(4)]
+
+    async def episode(i: int, env: RemoteEnv, ready):
+        obs, info = await env.areset(seed=i, options={"task_id": TOY[1]})
+        await env.astep({"tool": "bash", "command": f"echo mine-{i} > note.txt"})
+        await ready()
+        start = time.monotonic()
+        seen = (await env.astep({"tool": "bash", "command": "sleep 2; cat note.txt"}))[0]
+        end = time.monotonic()
+        if i == 0:  # the gold fix in this episode only
+            agent = OracleAgent()
+            agent.reset(obs, info)
+            while True:
+                out = await env.astep(agent.act(obs))
+                obs = out[0]
+                if out[2] or out[3]:
+                    break
+        else:
+            out = await env.astep({"tool": "submit"})
+        return seen, start, end, out[1], out[4]["resolved"]
+
+    async def run():
+        peak = 0
+
+        async def watch():
+            nonlocal peak
+            while True:
+                peak = max(peak, (await envs[0].actor.load.remote())["threads"])
+                await asyncio.sleep(0.02)
+
+        watcher = asyncio.ensure_future(watch())
+        ready = together(len(envs))
+        try:
+            return await asyncio.gather(*(episode(i, e, ready) for i, e in enumerate(envs))), peak
+        finally:
+            watcher.cancel()
+
+    try:
+        assert len({e.actor for e in envs}) == 1 and pool.leased == {envs[0].actor: 4}
+        load = local_ray.get(envs[0].actor.load.remote())
+        assert load["envs"] == 4
+        before = load["threads"]
+        results, peak = asyncio.run(run())
+    finally:
+        for e in envs:
+            e.close()
+        pool.close()
+    for i, (seen, _, _, reward, resolved) in enumerate(results):
+        assert f"mine-{i}" in seen and ("mine-" + str((i + 1) % 4)) not in seen
+        assert (reward, resolved) == ((1.0, True) if i == 0 else (0.0, False))
+    took = max(r[2] for r in results) - min(r[1] for r in results)
+    assert took < 6, took  # the four 2 s commands together, not one after another (8 s)
+    assert peak - before <= 6, (before, peak)
+
+
+def test_both_episodes_of_a_killed_actor_are_replayed_on_one_replacement(local_ray):
+    from frog_gym.agents.oracle import OracleAgent
+    from frog_gym.bench.distributed import PoolConfig, RayEnvPool, RemoteEnv
+
+    pool = RayEnvPool(PoolConfig(workers=1, spares=1, cpus_per_env=0.5, episodes_per_actor=2), repos=["frogtoy"])
+    envs = [RemoteEnv(pool, "FrogSWE-Toy-v0", max_steps=8) for _ in range(2)]
+    try:
+        assert envs[0].actor == envs[1].actor
+        agents, obs = [], []
+        for env in envs:
+            agent = OracleAgent()
+            o, info = env.reset(seed=0, options={"task_id": TOY[1]})
+            agent.reset(o, info)
+            agents.append(agent)
+            obs.append(env.step(agent.act(o))[0])  # the fix, in the actor's two workspaces
+        os.kill(local_ray.get(envs[0].actor.where.remote())["pid"], signal.SIGKILL)
+        for env, agent, o in zip(envs, agents, obs):
+            _, reward, terminated, _, info = env.step(agent.act(o))  # submit, replayed on the replacement
+            assert env.retries == 1 and terminated and reward == 1.0 and info["resolved"]
+        assert envs[0].actor == envs[1].actor and pool.lost == 1 and pool.leased == {envs[0].actor: 2}
+    finally:
+        for env in envs:
+            env.close()
+        pool.close()
+
+
 def test_env_actors_take_a_fraction_of_a_cpu_by_default(local_ray):
     from frog_gym.bench.distributed import PoolConfig, RayEnvPool
 

@@ -31,8 +31,8 @@ class ScriptedPolicy:
     def start(self, prompt: str) -> Trajectory:
         return self.policy.start(prompt)
 
-    def observe(self, trajectory: Trajectory, observation: str) -> None:
-        self.policy.observe(trajectory, observation)
+    def observe(self, trajectory: Trajectory, observation: str, tool: bool = False) -> None:
+        self.policy.observe(trajectory, observation, tool)
 
     def room(self, trajectory: Trajectory) -> int:
         return self.policy.room(trajectory)
