@@ -7,20 +7,23 @@ in the top-level module named by the taskset id (its ``__all__`` exports one ``T
 
 An episode is multi-turn and tool-driven, like verifiers' own engine-driven envs (TextArena, OpenEnv):
 the FrogSWE env runs host-side as the run's user. Its prompt (the problem statement and the tools) opens
-the exchange; each model reply is one tool call (a JSON object such as ``{"tool": "bash", "command":
-"pytest -x"}`` or a fenced bash block) executed in the episode's sandbox, whose output is the next user
-turn, until ``submit`` or the step budget; then the repository's tests grade it. The reward
+the exchange, and every request carries the tools as OpenAI schemas (:func:`frog_gym.env.toolspec.openai_tools`).
+Each native tool call of a reply is one env step in the episode's sandbox, answered by a ``role: "tool"``
+message with the call's id; a reply without calls (a JSON tool call or a fenced bash block in its text) is
+one step whose output is the next user turn. This goes on until ``submit`` or the step budget; then the
+repository's tests grade it. The reward
 ``frog_resolved`` is 1.0 when the bug is fixed (the pass rate with ``partial_credit``); an infrastructure
 failure, in the sandbox or at the model endpoint, records no reward and fails the episode (verifiers
 retries failed episodes), so it is never scored as the agent's.
 
-The model's turns run through :class:`FrogSWEHarness`, verifiers' ``null`` harness (a plain chat loop, no
-code execution on the model side) whose chat program runs under the current interpreter, which already
-has its packages (verifiers' own dependencies), instead of being synced with ``uv``: no network is needed.
-It is this taskset's default harness, and ``subprocess`` its default runtime, so ``vf-eval
-frog-gym-verifiers`` runs here as it stands, with no remote runtime and no credentials (the agent acts only
-through FrogSWE's own sandbox, so its seat needs none). Other runtimes keep the null harness's own
-behaviour.
+The model's turns run through :class:`FrogSWEHarness`, verifiers' ``null`` harness with our own chat
+program (:data:`TURN_PROGRAM`: one completion per turn, the tools in the request, no code execution on the
+model side: verifiers' bundled program would run the calls itself, while here the env does), which in a
+subprocess runtime runs under the current interpreter, which already has its packages (verifiers' own
+dependencies), instead of being synced with ``uv``: no network is needed. It is this taskset's default
+harness, and ``subprocess`` its default runtime, so ``vf-eval frog-gym-verifiers`` runs here as it stands,
+with no remote runtime and no credentials (the agent acts only through FrogSWE's own sandbox, so its seat
+needs none).
 
 Episodes run on verifiers' event loop through the env's async API (``areset``/``astep``/``aclose``, see
 :mod:`frog_gym.env`): a step waiting on its command holds no thread, so many rollouts share one process.
@@ -37,17 +40,20 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
+from frog_gym.env.toolspec import openai_tools
 
 try:
     import verifiers.v1 as vf
     from pydantic import Field
     from verifiers.v1.errors import SandboxError as VfSandboxError
     from verifiers.v1.harnesses.null import NullHarness
+    from verifiers.v1.harnesses.utils.launch import launch_chat_program
     from verifiers.v1.runtimes.subprocess import SubprocessRuntime
 except ImportError:  # pragma: no cover
     raise FrogGymError("The verifiers adapter needs verifiers>=0.4; install the extra: "
@@ -61,9 +67,9 @@ INFRA = "FrogSWE infrastructure failure (not scored):"
 """How the message of an infrastructure failure's error starts."""
 
 SYSTEM_PROMPT = (
-    "You are fixing a bug in a Python repository. Reply with exactly one tool call per message: a JSON "
-    "object such as {\"tool\": \"bash\", \"command\": \"pytest -x -q\"}, or a fenced ```bash block. "
-    "Call {\"tool\": \"submit\"} when the bug is fixed.")
+    "You are fixing a bug in a Python repository. Use the tools you are given, and call submit when the bug "
+    "is fixed. Without tool calling, reply with one tool call per message as a JSON object such as "
+    "{\"tool\": \"bash\", \"command\": \"pytest -x -q\"}, or a fenced ```bash block.")
 
 
 class FrogSWETasksetConfig(vf.TasksetConfig):
@@ -113,18 +119,56 @@ class _ThisInterpreter:
         return [sys.executable, path]
 
 
+TURN_PROGRAM = """# /// script
+# dependencies = ["openai>=1.40"]
+# ///
+# One model turn of a FrogSWE episode (frog_gym.adapters.verifiers): the conversation so far goes to the
+# model with FrogSWE's tools as OpenAI schemas, and the reply is left in the trace; its tool calls are not
+# run here: the env runs them in the episode's sandbox and answers with tool messages in the next turn.
+import argparse
+import json
+import pathlib
+
+from openai import OpenAI
+
+TOOLS = json.loads(@TOOLS@)
+
+parser = argparse.ArgumentParser()
+for flag in ("--base-url", "--api-key", "--model", "--system-prompt", "--prompt", "--initial-messages-file"):
+    parser.add_argument(flag, default="")
+args, _ = parser.parse_known_args()
+messages = [{"role": "system", "content": args.system_prompt}] if args.system_prompt else []
+if args.initial_messages_file:
+    path = pathlib.Path(args.initial_messages_file)
+    messages += json.loads(path.read_bytes())
+    path.unlink()
+elif args.prompt:
+    messages.append({"role": "user", "content": args.prompt})
+client = OpenAI(base_url=args.base_url, api_key=args.api_key)
+stream = client.chat.completions.create(model=args.model, messages=messages, tools=TOOLS, stream=True,
+                                        stream_options={"include_usage": True})
+for _ in stream:
+    pass
+""".replace("@TOOLS@", repr(json.dumps(openai_tools())))
+"""The chat program of :class:`FrogSWEHarness`: one completion per turn, with our tools in the request."""
+
+
 class FrogSWEHarness(NullHarness):
-    """verifiers' null harness, offline: in a subprocess runtime its chat program runs under this interpreter
-    (see the module docstring); in any other runtime it is the null harness unchanged."""
+    """verifiers' null harness with FrogSWE's chat program (:data:`TURN_PROGRAM`: the tools go in every
+    request; the env, not the program, runs the calls), offline: in a subprocess runtime the program runs
+    under this interpreter (see the module docstring)."""
 
     def _here(self, runtime: Any) -> Any:
         return _ThisInterpreter(runtime) if isinstance(runtime, SubprocessRuntime) else runtime
 
     async def setup(self, runtime: Any) -> None:
-        await super().setup(self._here(runtime))
+        await self._here(runtime).prepare_uv_script(TURN_PROGRAM, self.config.resolved_env)
 
-    async def launch(self, ctx: Any, trace: Any, runtime: Any, *args: Any, **kwargs: Any) -> Any:
-        return await super().launch(ctx, trace, self._here(runtime), *args, **kwargs)
+    async def launch(self, ctx: Any, trace: Any, runtime: Any, endpoint: str, secret: str,
+                     mcp_urls: dict[str, str], data: Any, tool_interception_url: str | None = None) -> Any:
+        system_prompt, prompt = self.resolve_prompt(data)
+        return await launch_chat_program(TURN_PROGRAM, self.config, ctx, trace, self._here(runtime), endpoint,
+                                         secret, mcp_urls, system_prompt, prompt)
 
 
 class FrogSWETaskset(vf.Taskset[FrogSWETask, FrogSWETasksetConfig]):
@@ -171,12 +215,11 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
             async with agents.agent.interaction(task) as interaction:
                 segment = await interaction.turn(prompt)
                 while not segment.terminated:
-                    obs, r, terminated, truncated, step_info = await env.astep(segment.last_reply)
-                    if terminated or truncated:
-                        outcome = step_info
-                        reward = float(r)
+                    answer, done = await _answer(env, segment)
+                    if done is not None:
+                        reward, outcome = done
                         break
-                    segment = await interaction.turn(obs)
+                    segment = await interaction.turn(answer)
                 if reward is None and interaction.trace.errors:  # the model endpoint failed: not the agent's
                     raise RuntimeError(f"the model side failed ({interaction.trace.errors[0].message}); the "
                                        "episode is not scored")
@@ -192,6 +235,24 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
                                   "status": (outcome.get("report") or {}).get("resolved")}
         finally:
             await env.aclose()
+
+
+async def _answer(env: Any, segment: Any) -> tuple[Any, tuple[float, dict[str, Any]] | None]:
+    """Step the env with a segment's reply: each native tool call is a step answered by a tool message with
+    the call's id; a reply without calls is one step on its text, answered as the next user turn. Returns the
+    answer and, once the episode ends, its reward and step info."""
+    calls = next((m.tool_calls for m in reversed(segment.messages) if getattr(m, "role", "") == "assistant"),
+                 None)
+    if not calls:
+        obs, r, terminated, truncated, info = await env.astep(segment.last_reply)
+        return obs, ((float(r), info) if terminated or truncated else None)
+    answer = []
+    for call in calls:
+        obs, r, terminated, truncated, info = await env.astep({"name": call.name, "arguments": call.arguments})
+        answer.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": obs})
+        if terminated or truncated:
+            return answer, (float(r), info)
+    return answer, None
 
 
 def load_environment(task_ids: Sequence[str] = (), env_id: str = "FrogSWE-v0", max_steps: int = 30,

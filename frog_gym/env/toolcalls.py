@@ -310,10 +310,3 @@ def reply_steps(reply: str, *, family: str = "auto", id_prefix: str = "call_") -
         if out.done:
             break
     return out
-    for call in read.calls:
-        obs, out.reward, out.terminated, out.truncated, out.info = env.step(call.action())
-        out.steps += 1
-        out.messages.append(tool_message(call, obs))
-        if out.done:
-            break
-    return out

@@ -16,7 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class ScriptedModel:
-    """Answers each chat completion with the next scripted reply, then ``{"tool": "submit"}``."""
+    """Answers each chat completion with the next scripted reply (text, or ``{"tool_calls": [[name,
+    arguments], ...]}`` for native calls), then ``{"tool": "submit"}``."""
 
     def __init__(self, replies: list[str], log: str | None = None):
         self.replies, self.requests = deque(replies), []
@@ -29,19 +30,29 @@ class ScriptedModel:
                 if log:
                     with open(log, "a", encoding="utf-8") as f:
                         f.write(json.dumps(body) + "\n")
-                text = model.replies.popleft() if model.replies else '{"tool": "submit"}'
+                reply = model.replies.popleft() if model.replies else '{"tool": "submit"}'
+                # a reply is text, or {"tool_calls": [[name, arguments], ...]}: native calls, ids call_<n>
+                calls = reply.get("tool_calls") if isinstance(reply, dict) else None
+                text = None if calls else reply
+                tool_calls = [{"index": i, "id": f"call_{len(model.requests)}_{i}", "type": "function",
+                               "function": {"name": name, "arguments": json.dumps(args)}}
+                              for i, (name, args) in enumerate(calls or [])]
+                finish = "tool_calls" if calls else "stop"
+                message = {"role": "assistant", "content": text, **({"tool_calls": tool_calls} if calls else {})}
                 usage = {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
                 head = {"id": "c1", "created": 0, "model": body.get("model", "m")}
                 if body.get("stream"):
                     chunks = [{**head, "object": "chat.completion.chunk", "choices": [
-                                  {"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}]},
+                                  {"index": 0, "delta": message, "finish_reason": None}]},
                               {**head, "object": "chat.completion.chunk", "usage": usage,
-                               "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+                               "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}]
                     data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
                     kind = "text/event-stream"
                 else:
+                    for c in message.get("tool_calls", []):
+                        c.pop("index")
                     data = json.dumps({**head, "object": "chat.completion", "usage": usage, "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}).encode()
+                        {"index": 0, "message": message, "finish_reason": finish}]}).encode()
                     kind = "application/json"
                 self.send_response(200)
                 self.send_header("Content-Type", kind)

@@ -56,6 +56,25 @@ def test_a_scripted_rollout_fixes_the_bug_and_is_rewarded(monkeypatch):
     assert requests[2]["messages"][-1]["content"].startswith("Error:")  # "what now?" was malformed: an observation
 
 
+def test_requests_carry_the_tools_and_native_calls_are_answered_by_tool_messages(monkeypatch):
+    from frog_gym.agents.oracle import OracleAgent
+    from frog_gym.env.toolspec import openai_tools
+
+    oracle = OracleAgent()
+    oracle.reset("", {"task_id": TOY})
+    fix = [dict(oracle.act("")) for _ in range(len(oracle._queue))]
+    calls = [[a.pop("tool"), a] for a in fix]
+    episode, requests = _rollout([{"tool_calls": [["bash", {"command": "git status --short"}]]},
+                                  {"tool_calls": calls}], monkeypatch)  # the fix and submit in one reply
+    assert not episode.errors
+    (trace,) = episode.traces
+    assert trace.rewards["frog_resolved"].score == 1.0 and trace.info["frog"]["status"] == "RESOLVED_FULL"
+    assert all(r["tools"] == openai_tools() for r in requests) and len(requests) == 2
+    answer = requests[1]["messages"][-1]
+    assert answer["role"] == "tool" and answer["tool_call_id"] == "call_1_0" and "[exit code 0]" in answer["content"]
+    assert requests[1]["messages"][-2]["tool_calls"][0]["function"]["name"] == "bash"
+
+
 def test_an_unfixed_bug_scores_zero_at_the_step_budget(monkeypatch):
     episode, _ = _rollout(["```bash\nls\n```"] * 3, monkeypatch, max_steps=3)
     (trace,) = episode.traces
