@@ -352,8 +352,9 @@ class FrogSWEEnv(gym.Env[str, Any]):
         grading_server.release(self)  # the last open env of the process stops the warm grading servers
 
     async def aclose(self) -> None:
-        """:meth:`close`, awaited (it runs on the shared threads)."""
-        await in_thread(self.close)
+        """:meth:`close`, awaited (it runs on the shared threads). Await a cancelled ``astep`` before closing."""
+        with self._one_call("aclose"):
+            await in_thread(self.close)
 
     # -- helpers ------------------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -117,9 +117,27 @@ class DiskBudget:
     def over(self, tmp: str | int | None) -> int | None:
         """Bytes written in all when that reaches the budget, else None. ``tmp``: the sandbox's /tmp seen from
         the host (``/proc/<pid>/root/tmp``, or a descriptor of it), None when it is gone."""
+        quick = self._quick(tmp)
+        if quick is None or not quick[0]:
+            return None
+        _, used, inodes, tmp_used = quick
+        self._fs_at_count = (used, inodes)
+        self._counted = max(usage(self.workspace) - self.base, 0) if self.base is not None else 0
+        self._count_time = time.monotonic()
+        total = self._counted + tmp_used
+        return total if total >= self.limit else None
+
+    def due(self, tmp: str | int | None) -> bool:
+        """Whether :meth:`over` would count the workspace in full now (a walk of the tree, the slow part)."""
+        quick = self._quick(tmp)
+        return quick is not None and quick[0]
+
+    def _quick(self, tmp: str | int | None) -> tuple[bool, int, int, int] | None:
+        """The hot path (after every command): two fstatvfs calls and arithmetic. Returns whether a full count
+        is due, and the filesystem's used bytes and inodes and /tmp's bytes; None before :meth:`begin`."""
         if self.base is None:
             return None
-        try:  # the hot path (after every command): two fstatvfs calls and arithmetic
+        try:
             v = os.fstatvfs(self._fd) if self._fd is not None else os.statvfs(self.workspace)
         except OSError:
             return None
@@ -130,13 +148,8 @@ class DiskBudget:
         tmp_used = (t.f_blocks - t.f_bfree) * t.f_frsize if t is not None else 0
         used, inodes = (v.f_blocks - v.f_bfree) * v.f_frsize, v.f_files - v.f_ffree
         grown = max(used - self._fs_at_count[0], 0) + max(inodes - self._fs_at_count[1], 0) * BLOCK
-        if self._counted + grown + tmp_used < self.limit and time.monotonic() - self._count_time < RECOUNT_S:
-            return None
-        self._fs_at_count = (used, inodes)
-        self._counted = max(usage(self.workspace) - self.base, 0)
-        self._count_time = time.monotonic()
-        total = self._counted + tmp_used
-        return total if total >= self.limit else None
+        due = self._counted + grown + tmp_used >= self.limit or time.monotonic() - self._count_time >= RECOUNT_S
+        return due, used, inodes, tmp_used
 
 
 def over_budget_message(limit: int, used: int) -> str:

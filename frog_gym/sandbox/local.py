@@ -612,7 +612,7 @@ class LocalSandbox(ClosingOnExit):
             yield from self._restart_shell_g()
         yield from self._ready_g()
         if self._budget_from_here:  # the episode's first command: what is in the workspace now is not charged
-            self._budget.begin()
+            yield Join(self._submit(self._budget.begin))  # a walk of the tree: off the caller's loop
             self._budget_from_here = False
         timeout = self.limits.command_timeout if timeout is None else timeout
         cap = _Capture(self.limits.output_cap)
@@ -627,7 +627,7 @@ class LocalSandbox(ClosingOnExit):
             line = yield from self._read_ctl_g(min(start + timeout, time.monotonic() + 0.5), cap)
             if line is not None or time.monotonic() >= start + timeout:
                 break
-            over = self._budget.over(self._tmp())
+            over = yield from self._over_g()
             if over is not None:
                 break
         timed_out = False
@@ -654,7 +654,7 @@ class LocalSandbox(ClosingOnExit):
         else:
             yield from self._reap_if_crowded_g(cap)
         if over is None:
-            over = self._budget.over(self._tmp())
+            over = yield from self._over_g()
         seconds = time.monotonic() - start
         if line and line is not _EOF and line.startswith("\x1e") and not timed_out:
             try:
@@ -669,6 +669,14 @@ class LocalSandbox(ClosingOnExit):
         # so that its start does not slow the command down.
         self._hurry.set()
         return ExecResult(out, code, timed_out, cap.total, dropped, seconds)
+
+    def _over_g(self) -> Waits[int | None]:
+        """The disk budget's check: its cheap part here, the full count of the workspace (every few seconds, or
+        when the filesystem grew past what is left) on the shared pool, so that it never stalls the loop."""
+        tmp = self._tmp()
+        if self._budget.due(tmp):
+            return (yield Join(self._submit(self._budget.over, tmp)))
+        return self._budget.over(tmp)
 
     def _tmp(self) -> int | None:
         """A descriptor of the sandbox's /tmp seen from the host (its init's root), for the disk budget."""
