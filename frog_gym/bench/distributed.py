@@ -602,7 +602,8 @@ class RemoteEnv:
     ``reset``/``step``/``close`` behave as on the local env, and so do ``areset``/``astep``/``aclose``, awaited
     (the driver's loop awaits the actor's answer; no thread waits). Several RemoteEnvs may share an actor
     (``PoolConfig.episodes_per_actor``), each with its own env there. Constructing one leases an actor, which
-    may wait for one to start: from a running loop, ``await frog_gym.env.core.in_thread(RemoteEnv, pool, env_id)``.
+    may wait for one to start:
+    from a running loop, ``await frog_gym.env.core.in_thread(RemoteEnv, pool, env_id)``.
     If the actor dies mid-episode, a replacement replays the episode so far (the same seed and task, then the
     same actions: the env is deterministic in them) and the step is retried, so the learner never sees the
     failure as a reward.
