@@ -449,7 +449,7 @@ _BEHAVIOUR_SLOTS = (
     "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__", "__contains__",
     "__format__", "__add__", "__radd__", "__iadd__", "__rsub__", "__rmul__", "__rmod__", "__rtruediv__", "__ror__",
     "__rand__", "__index__", "__instancecheck__", "__subclasscheck__")
-"""frog_gym.integrity.BEHAVIOUR_SLOTS (this plugin imports nothing of frog_gym; a test keeps the two equal)."""
+"""frog_gym.grading.integrity.BEHAVIOUR_SLOTS (this plugin imports nothing of frog_gym; a test keeps the two equal)."""
 
 
 # -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
