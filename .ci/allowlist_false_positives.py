@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""False positives of the static allowlist check (:func:`frog_gym.integrity.tampering`) on honest fixes.
+"""False positives of the static allowlist check (:func:`frog_gym.grading.integrity.tampering`) on honest fixes.
 
 Usage: python .ci/allowlist_false_positives.py [--markdown FILE]
 
@@ -12,7 +12,7 @@ bug patch applied, the fixed version is that plus the fix. Two figures per set:
   the one the target (at most 1% of fixes) is about: for a gold patch, grading's own allowance (vocabulary the
   repository's own version of the file uses) is the fixed file itself, so as graded no gold patch can be flagged.
 - **as graded**: with that allowance (``pristine`` = the file as the task's gold patch leaves it), as
-  :func:`frog_gym.grading.grade` calls the check.
+  :func:`frog_gym.grading.grade.grade` calls the check.
 
 A fix counts once however many of its files are flagged. It prints the counts, the rate and every flagged fix
 with what was flagged; ``--markdown FILE`` also writes them as a table (``docs/allowlist-false-positives.md``
@@ -28,12 +28,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from frog_gym.grading import patch_files
-from frog_gym.integrity import tampering
-from frog_gym.live import task_spec
-from frog_gym.snapshot import snapshot_tree
-from frog_gym.task import load_task, registered_task_ids
-from frog_gym.workspace import apply_patch
+from frog_gym.grading.runner import patch_files
+from frog_gym.grading.integrity import tampering
+from frog_gym.catalog.live import task_spec
+from frog_gym.catalog.snapshot import snapshot_tree
+from frog_gym.catalog.task import load_task, registered_task_ids
+from frog_gym.sandbox.workspace import apply_patch
 
 ROOT = Path(__file__).resolve().parents[1]
 

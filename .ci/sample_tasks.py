@@ -81,11 +81,11 @@ def verdicts(record: str, mode: str = "graded") -> dict[str, dict]:
 def check(task_id: str, timeout: float) -> str | None:
     """None when the task holds, else what is wrong."""
     from frog_gym.generators.validate import Scratch, pristine_template
-    from frog_gym.grading import run_tests
-    from frog_gym.live import is_live, task_spec
-    from frog_gym.snapshot import prepare
-    from frog_gym.task import load_task
-    from frog_gym.workspace import apply_patch, template_for
+    from frog_gym.grading.runner import run_tests
+    from frog_gym.catalog.live import is_live, task_spec
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.catalog.task import load_task
+    from frog_gym.sandbox.workspace import apply_patch, template_for
 
     task = load_task(task_id)
     if task.instance_id != task_id:  # its file was rewritten between reading the index and the record
@@ -129,8 +129,8 @@ def gold_files(task, tree) -> dict[str, bytes | None]:
     import shutil
     import tempfile
 
-    from frog_gym.grading import patch_files
-    from frog_gym.workspace import apply_patch
+    from frog_gym.grading.runner import patch_files
+    from frog_gym.sandbox.workspace import apply_patch
 
     files = sorted(patch_files(task.patch) - {"/dev/null"})
     with tempfile.TemporaryDirectory() as tmp:
@@ -177,8 +177,8 @@ def check_graded(env, task_id: str, fresh: bool = True) -> tuple[str | None, dic
     Returns None when the task holds, else what is wrong; and facts about the run (``regraded``: how many
     of the two grades the grade cache held, then dropped and run again; see :func:`_episode`).
     """
-    from frog_gym.live import is_live
-    from frog_gym.task import load_task
+    from frog_gym.catalog.live import is_live
+    from frog_gym.catalog.task import load_task
 
     task = load_task(task_id)
     if task.instance_id != task_id:  # its file was rewritten between reading the index and the record
@@ -228,8 +228,8 @@ def _quote(path: str) -> str:
 def graded_order(ids: list[str], seed: str) -> list[str]:
     """``ids`` grouped by the repository venv they run in (a FrogLive task's release is its own), the groups
     in seeded random order and each group's tasks too: each warm grading server is started once."""
-    from frog_gym.live import task_spec
-    from frog_gym.task import load_task
+    from frog_gym.catalog.live import task_spec
+    from frog_gym.catalog.task import load_task
 
     rng = random.Random(seed)
     groups: dict[tuple[str, str], list[str]] = {}
@@ -264,7 +264,7 @@ def summary(record: str, registered: list[str]) -> str:
                    f"p90 {secs[int(0.9 * (len(secs) - 1))]:.1f}")
         out += [f"  {n:5}  {why}" for why, n in bad.most_common()]
         if any("digest" in r for r in rows.values()):
-            from frog_gym.task import load_task
+            from frog_gym.catalog.task import load_task
 
             held = sum(1 for t in registered if t in rows and rows[t]["ok"]
                        and rows[t].get("digest") == validated_digest(load_task(t)))
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     mode = "graded" if args.graded else "cold"
 
-    from frog_gym.task import load_task, registered_task_ids, task_index
+    from frog_gym.catalog.task import load_task, registered_task_ids, task_index
 
     if args.summary:
         if not args.record:
@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
             t0 = time.monotonic()
             if args.all:  # the registry may change under a long run (generation retiring tasks): read it afresh
-                from frog_gym.task import refresh_tasks
+                from frog_gym.catalog.task import refresh_tasks
 
                 refresh_tasks()
                 if task_id not in task_index():

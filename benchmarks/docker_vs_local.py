@@ -20,12 +20,12 @@ from pathlib import Path
 import frog_gym  # noqa: F401
 from frog_gym.agents.oracle import hunks
 from frog_gym.env import FrogSWEEnv
-from frog_gym.grading import grade
+from frog_gym.grading.grade import grade
 from frog_gym.sandbox import make_sandbox
-from frog_gym.snapshot import prepare
-from frog_gym.spec import load_repo
-from frog_gym.task import load_task
-from frog_gym.workspace import Change, Workspace, template_for
+from frog_gym.catalog.snapshot import prepare
+from frog_gym.catalog.spec import load_repo
+from frog_gym.catalog.task import load_task
+from frog_gym.sandbox.workspace import Change, Workspace, template_for
 
 
 def median_ms(fn, n: int) -> float:

@@ -53,14 +53,16 @@ from pathlib import Path
 import gymnasium as gym
 
 import frog_gym  # noqa: F401
-from frog_gym import grading_server, paths
-from frog_gym.grading import grade, patch_files
+from frog_gym import paths
+from frog_gym.grading import server as grading_server
+from frog_gym.grading.runner import patch_files
+from frog_gym.grading.grade import grade
+from frog_gym.catalog.snapshot import prepare
+from frog_gym.catalog.spec import load_repo
+from frog_gym.catalog.task import load_task
 from frog_gym.sandbox import make_sandbox
 from frog_gym.sandbox.base import Limits
-from frog_gym.snapshot import prepare
-from frog_gym.spec import load_repo
-from frog_gym.task import load_task
-from frog_gym.workspace import Change, Workspace, template_for
+from frog_gym.sandbox.workspace import Change, Workspace, template_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpumeter import CpuMeter  # noqa: E402
@@ -95,8 +97,8 @@ def heavy_set(n_heavy: int = 20, n_random: int = 20, seed: int = 0) -> list[str]
     (FrogLive's tasks left out: the pool is what training revisits)."""
     import random
 
-    from frog_gym.live import is_live
-    from frog_gym.task import registered_task_ids
+    from frog_gym.catalog.live import is_live
+    from frog_gym.catalog.task import registered_task_ids
 
     pool = [i for i in registered_task_ids() if not is_live(i)]
     by_size = sorted(pool, key=lambda i: (-len(load_task(i).selected_tests), i))

@@ -31,12 +31,12 @@ import time
 from collections import Counter
 
 from frog_gym.generators import coverage_map
-from frog_gym.generators.synthesis import (GENERATOR, GenerateConfig, _sample_tests, all_sites, bug_changes_of,
-                                           covering_tests, order_sites, read_existing, tasks_path)
+from frog_gym.generators.synthesis import GENERATOR, GenerateConfig, _sample_tests, all_sites, bug_changes_of, covering_tests, order_sites, tasks_path
+from frog_gym.generators.taskfiles import read_existing
 from frog_gym.generators.validate import baseline, validate
-from frog_gym.snapshot import prepare
-from frog_gym.spec import load_repo, repo_names
-from frog_gym.workspace import Workspace
+from frog_gym.catalog.snapshot import prepare
+from frog_gym.catalog.spec import load_repo, repo_names
+from frog_gym.sandbox.workspace import Workspace
 from frog_gym import paths
 from frog_gym.generators.fastrun import Runner
 

@@ -4,7 +4,7 @@ Both sides grade the same gold fix of the same task in the same scratch tree and
 
 - **unguarded** (the grading of before issue 11): sync the scratch tree, write the changes, run the
   selected tests with the report plugin, read the report.
-- **guarded** (``frog_gym.grading.grade``, cache off): the same, plus the scope split, the static check,
+- **guarded** (``frog_gym.grading.grade.grade``, cache off): the same, plus the scope split, the static check,
   canaries appended to a test file, the signing key through a FIFO, signature verification and the test
   paths mounted read-only.
 
@@ -19,12 +19,13 @@ import os
 import statistics
 import time
 
-from frog_gym.grading import grade, run_tests, scope
-from frog_gym.reaper import work_dir
-from frog_gym.snapshot import prepare
-from frog_gym.spec import load_repo
-from frog_gym.task import load_task
-from frog_gym.workspace import Change, Workspace, template_for, write_changes
+from frog_gym.grading.runner import run_tests
+from frog_gym.grading.grade import grade, scope
+from frog_gym.sandbox.reaper import work_dir
+from frog_gym.catalog.snapshot import prepare
+from frog_gym.catalog.spec import load_repo
+from frog_gym.catalog.task import load_task
+from frog_gym.sandbox.workspace import Change, Workspace, template_for, write_changes
 
 DEFAULT_TASKS = ("inflection__handwritten-0001", "iniconfig__arithmetic_op_swap-3e9569c7",
                  "toolz__handwritten-0001")

@@ -55,14 +55,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpumeter import CpuMeter  # noqa: E402
 
-from frog_gym import grading_server, paths  # noqa: E402
-from frog_gym.grading import (GRADING_PYTEST_ARGS, _patched, grade, grading_selection, guard_for,  # noqa: E402
-                              hidden_test_changes, key_fifo, patch_files, read_report, test_files_of)
-from frog_gym.integrity import Canaries  # noqa: E402
-from frog_gym.live import is_live, task_spec  # noqa: E402
-from frog_gym.snapshot import prepare  # noqa: E402
-from frog_gym.task import load_task  # noqa: E402
-from frog_gym.workspace import Change, Workspace, append_file, template_for, write_changes  # noqa: E402
+from frog_gym import paths  # noqa: E402
+from frog_gym.catalog.live import is_live, task_spec  # noqa: E402
+from frog_gym.catalog.snapshot import prepare  # noqa: E402
+from frog_gym.catalog.task import load_task  # noqa: E402
+from frog_gym.grading import server as grading_server  # noqa: E402
+from frog_gym.grading.grade import grade  # noqa: E402
+from frog_gym.grading.integrity import Canaries  # noqa: E402
+from frog_gym.grading.runner import (GRADING_PYTEST_ARGS, _patched, grading_selection, guard_for,  # noqa: E402
+                                     hidden_test_changes, key_fifo, patch_files, read_report, test_files_of)
+from frog_gym.sandbox.workspace import Change, Workspace, append_file, template_for, write_changes  # noqa: E402
 
 TASKS = ("marshmallow__combo2-9e9ce6ca", "tomlkit__combo2-74b3a849", "pyflakes__combo2-cd9d9021",
          "inflection__handwritten-0005")

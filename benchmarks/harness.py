@@ -62,9 +62,9 @@ class UniqueOracle(OracleAgent):
 
     def reset(self, prompt: str, info: dict[str, Any]) -> None:
         super().reset(prompt, info)
-        from frog_gym.snapshot import prepare
-        from frog_gym.spec import load_repo
-        from frog_gym.task import load_task
+        from frog_gym.catalog.snapshot import prepare
+        from frog_gym.catalog.spec import load_repo
+        from frog_gym.catalog.task import load_task
 
         # A comment at the end of a file the fix touches: grading only keeps edits to the package's source,
         # so a unique file elsewhere would be discarded and the grade cached by the edits alone.
@@ -86,7 +86,7 @@ REPOS = ("attrs", "click", "flask", "jinja2", "humanize", "inflection", "iniconf
 def mixed_tasks(n: int, repos: tuple[str, ...] = REPOS) -> list[str]:
     """``n`` registered tasks, the first of each repository's sorted ids, dealt round-robin over ``repos`` (so
     consecutive episodes switch repository)."""
-    from frog_gym.task import registered_task_ids
+    from frog_gym.catalog.task import registered_task_ids
 
     by_repo: dict[str, list[str]] = defaultdict(list)
     for t in sorted(registered_task_ids()):
@@ -102,7 +102,7 @@ def mixed_tasks(n: int, repos: tuple[str, ...] = REPOS) -> list[str]:
 
 def one_side(task_ids: list[str]) -> dict[str, Any]:
     """Run the episodes in this process, in the given order; what the parent process reads back."""
-    from frog_gym.harness import HarnessSpec, make_env
+    from frog_gym.bench.harness import HarnessSpec, make_env
 
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(sorted(set(task_ids))))
@@ -134,11 +134,11 @@ def warm_up(task_ids: list[str]) -> None:
     """Build venvs, templates and the grading servers' preload lists once, outside every timing."""
     import gymnasium as gym
 
-    from frog_gym import grading_server
-    from frog_gym.snapshot import prepare
-    from frog_gym.spec import load_repo
-    from frog_gym.task import load_task
-    from frog_gym.workspace import template_for
+    from frog_gym.grading import server as grading_server
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.catalog.spec import load_repo
+    from frog_gym.catalog.task import load_task
+    from frog_gym.sandbox.workspace import template_for
 
     env = gym.make("FrogSWE-v0", task_ids=task_ids).unwrapped
     for t in task_ids:

@@ -58,9 +58,9 @@ def main() -> None:
     args = p.parse_args()
 
     from frog_gym.generators.coverage_map import mutable_files
-    from frog_gym.snapshot import PreparedRepo, snapshot_tree
-    from frog_gym.spec import load_repo
-    from frog_gym.task import _tasks_dir
+    from frog_gym.catalog.snapshot import PreparedRepo, snapshot_tree
+    from frog_gym.catalog.spec import load_repo
+    from frog_gym.catalog.task import _tasks_dir
 
     t0 = time.monotonic()
     tasks_dir = Path(args.tasks_dir) if args.tasks_dir else Path(str(_tasks_dir()))

@@ -30,12 +30,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from cpumeter import CpuMeter  # noqa: E402
 
-from frog_gym import oracle, paths  # noqa: E402
-from frog_gym.grading import _patched, grade, hidden_test_changes, patch_files  # noqa: E402
-from frog_gym.live import is_live, task_spec  # noqa: E402
-from frog_gym.snapshot import prepare  # noqa: E402
-from frog_gym.task import load_task, registered_task_ids  # noqa: E402
-from frog_gym.workspace import Change, Workspace, template_for  # noqa: E402
+from frog_gym import paths# noqa: E402
+
+from frog_gym.grading import oracle
+from frog_gym.grading.runner import _patched, hidden_test_changes, patch_files  # noqa: E402
+from frog_gym.grading.grade import grade
+from frog_gym.catalog.live import is_live, task_spec  # noqa: E402
+from frog_gym.catalog.snapshot import prepare  # noqa: E402
+from frog_gym.catalog.task import load_task, registered_task_ids  # noqa: E402
+from frog_gym.sandbox.workspace import Change, Workspace, template_for  # noqa: E402
 
 
 def pctl(xs: list[float], q: float) -> float:

@@ -20,8 +20,8 @@ import statistics
 import tempfile
 import time
 
-from frog_gym import snapshot
-from frog_gym.spec import load_repo, repo_names
+from frog_gym.catalog import snapshot
+from frog_gym.catalog.spec import load_repo, repo_names
 
 
 def measure(name: str, root: str) -> tuple[float, float, int]:

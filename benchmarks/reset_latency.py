@@ -29,8 +29,9 @@ import gymnasium as gym
 
 import frog_gym  # noqa: F401
 from frog_gym.agents.oracle import hunks
-from frog_gym.grading import grade, test_files_of
-from frog_gym.task import load_task
+from frog_gym.grading.runner import test_files_of
+from frog_gym.grading.grade import grade
+from frog_gym.catalog.task import load_task
 
 
 def median_ms(fn, n: int) -> float:

@@ -1,7 +1,7 @@
 """Scale-out benchmark: episodes per second with 1, 2 and 4 Ray env actors against the local process pool
 with the same number of workers, on the same tasks, and what one env costs (CPU, memory, disk).
 
-Both sides run ``frog_gym.bench.bench`` on the same harness; only ``ray=`` differs. Runs are paired, and
+Both sides run ``frog_gym.bench.runner.bench`` on the same harness; only ``ray=`` differs. Runs are paired, and
 the side that goes first alternates (by worker count and by round), so that neither side always meets a
 warmer or a colder machine; every task's template is built before any timed run (the first reset of a task
 builds it, which used to flatter whichever side ran second). Each run has its own nonce so that every
@@ -38,12 +38,12 @@ os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), os.environ.get
 
 from harness import UniqueOracle  # noqa: E402
 
-from frog_gym.bench import bench  # noqa: E402
-from frog_gym.harness import HarnessSpec, make_env  # noqa: E402
-from frog_gym.snapshot import prepare  # noqa: E402
-from frog_gym.spec import load_repo  # noqa: E402
-from frog_gym.suites import resolve  # noqa: E402
-from frog_gym.task import load_task  # noqa: E402
+from frog_gym.bench.runner import bench  # noqa: E402
+from frog_gym.bench.harness import HarnessSpec, make_env  # noqa: E402
+from frog_gym.catalog.snapshot import prepare  # noqa: E402
+from frog_gym.catalog.spec import load_repo  # noqa: E402
+from frog_gym.bench.suites import resolve  # noqa: E402
+from frog_gym.catalog.task import load_task  # noqa: E402
 
 
 def pick_tasks(n: int) -> list[str]:
@@ -147,7 +147,7 @@ def main() -> None:
     warm_templates(spec)
     print(f"templates built in {time.monotonic() - t:.0f} s (untimed, for both sides)", flush=True)
 
-    from frog_gym.distributed import connect
+    from frog_gym.bench.distributed import connect
 
     t = time.monotonic()
     connect(None, num_cpus=max(workers) + 1)

@@ -35,7 +35,7 @@ SOAK_REPOS = ("inflection", "cachetools", "iniconfig", "itsdangerous", "markupsa
 
 def soak_tasks() -> list[str]:
     """One task per repository of :data:`SOAK_REPOS` (the first id in sorted order), read from the registry."""
-    from frog_gym.task import task_index
+    from frog_gym.catalog.task import task_index
 
     ids = sorted(task_index())
     return [next(i for i in ids if i.startswith(f"{repo}__")) for repo in SOAK_REPOS]

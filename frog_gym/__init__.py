@@ -3,7 +3,7 @@
 Importing ``frog_gym`` registers ``FrogSWE-v0`` (samples across every registered task), one id per
 task, ``FrogSWE/<instance_id>-v0``, and ``FrogSWE-Toy-v0`` (samples the flipped-operator tasks of the
 one-module ``frogtoy`` repository, small enough for a tiny model to learn) and ``FrogLive-v0`` (samples
-the held-out real fixes mined from PyPI releases, see :mod:`frog_gym.live`; never in ``FrogSWE-v0``).
+the held-out real fixes mined from PyPI releases, see :mod:`frog_gym.catalog.live`; never in ``FrogSWE-v0``).
 Registration reads only the task ids, so the import stays fast.
 
 Example:
@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 __version__ = "0.1.0"
+__all__ = ["DEFAULT_MAX_STEPS", "TOY_MAX_STEPS", "TOY_REPO", "__version__"]
 
 DEFAULT_MAX_STEPS = 100
 TOY_REPO = "frogtoy"
@@ -25,8 +26,8 @@ TOY_MAX_STEPS = 4
 def _register_all() -> None:
     from gymnasium.envs.registration import EnvSpec, register, registry
 
-    from frog_gym.live import LIVE_MARK
-    from frog_gym.task import registered_task_ids, task_index
+    from frog_gym.catalog.live import LIVE_MARK
+    from frog_gym.catalog.task import registered_task_ids, task_index
 
     entry = "frog_gym.env:FrogSWEEnv"
     if "FrogSWE-v0" not in registry:

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
-from frog_gym.toolspec import openai_tools
+from frog_gym.env.toolspec import openai_tools
 
 INSTALL_HINT = "pip install 'frog-gym[openenv]'"
 MIN_TOKEN_CHARS = 16
@@ -80,7 +80,7 @@ except ImportError:  # pragma: no cover (the module is imported only by `frog-gy
 
 
 class FrogAction(Action):
-    """One tool call (``tool`` plus its arguments, see :mod:`frog_gym.toolspec`), or the model's raw
+    """One tool call (``tool`` plus its arguments, see :mod:`frog_gym.env.toolspec`), or the model's raw
     ``text`` (one native tool call as the model wrote it, a JSON tool call or a fenced bash block), parsed
     as the env parses it."""
 

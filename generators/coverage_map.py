@@ -35,10 +35,10 @@ from pathlib import Path
 import coverage
 
 from frog_gym import paths
-from frog_gym.grading import TestStatus, run_tests
+from frog_gym.grading.runner import TestStatus, run_tests
 from frog_gym.sandbox.base import Limits
-from frog_gym.snapshot import TESTBED, PreparedRepo, venv_key
-from frog_gym.workspace import Template, _manifest
+from frog_gym.catalog.snapshot import TESTBED, PreparedRepo, venv_key
+from frog_gym.sandbox.workspace import Template, _manifest
 
 _DONE = ".frog-complete"
 

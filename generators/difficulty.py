@@ -42,7 +42,7 @@ def bucket(rate: float | None) -> str:
 
 
 def tally(results: list[Any], label: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
-    """``{task_id: {agent: entry}}`` from :class:`~frog_gym.harness.EpisodeResult`s; infrastructure
+    """``{task_id: {agent: entry}}`` from :class:`~frog_gym.bench.harness.EpisodeResult`s; infrastructure
     failures are not runs (they say nothing about the task). ``label`` names the agent (default: its own)."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for r in results:
@@ -63,9 +63,9 @@ def tally(results: list[Any], label: str | None = None) -> dict[str, dict[str, d
 def record_results(run: str | Path, label: str | None = None) -> Counter:
     """Store the solve rates of a ``frog-gym bench`` run directory in the registered task records (the
     task files are rewritten; content hashes do not change). Returns how many tasks got a rate per file."""
-    from frog_gym.bench import load_results
-    from frog_gym.generators.synthesis import rewrite_task_file
-    from frog_gym.task import refresh_tasks, task_index
+    from frog_gym.bench.runner import load_results
+    from frog_gym.generators.taskfiles import rewrite_task_file
+    from frog_gym.catalog.task import refresh_tasks, task_index
 
     table = tally(load_results(run), label)
     index = task_index()
@@ -99,7 +99,7 @@ def _path(name: str) -> Path:
 def reference_pass_rates(task_ids: list[str], agent: str = "apr") -> dict[str, tuple[int, int]]:
     """``task_id -> (solved, runs)`` of ``agent`` for the tasks it ran: the evidence the curriculum's priors
     weigh (``CurriculumState(reference_pass_rates=...)``, see :func:`frog_gym.curriculum.prior_beta`)."""
-    from frog_gym.task import load_task
+    from frog_gym.catalog.task import load_task
 
     out = {}
     for t in task_ids:
@@ -139,7 +139,7 @@ def family_of(instance_id: str, features: dict[str, Any]) -> str:
 def breakdown(tasks: list[Any]) -> str:
     """Solve rates per statement level, tier and bug family, as a text table: for each group, its task
     count, then per agent how many of its tasks were measured and the share of their episodes resolved."""
-    from frog_gym.suites import TIERS, tier_of
+    from frog_gym.bench.suites import TIERS, tier_of
 
     agents = sorted({a for t in tasks for a in t.solve_rates})
     if not agents:

@@ -7,7 +7,7 @@ and the report plugin, and for each request forks a child that calls ``pytest.ma
 arguments ``python -m pytest`` would get. The package under test is imported only in the child, after
 the candidate's files were written, so each run sees exactly the tree on disk. A child past its timeout is
 killed with its process group. Results are read from the plugin's report file exactly as
-:func:`frog_gym.grading.run_tests` reads them.
+:func:`frog_gym.grading.runner.run_tests` reads them.
 
 If importing pytest already loads a module from ``/testbed`` (the repository *is* a pytest dependency),
 the server refuses to start and callers fall back to ``run_tests``.
@@ -24,10 +24,10 @@ from importlib import resources
 from pathlib import Path
 
 from frog_gym import paths
-from frog_gym.grading import RunResult, read_report, run_tests, test_files_of
+from frog_gym.grading.runner import RunResult, read_report, run_tests, test_files_of
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox.local import LocalSandbox
-from frog_gym.snapshot import PreparedRepo
+from frog_gym.catalog.snapshot import PreparedRepo
 
 _MARK = "\x00frog "
 _SERVER = r'''
@@ -148,7 +148,7 @@ class PytestServer:
 
     def run(self, ids: tuple[str, ...], timeout: float, *, details: bool = False, args: tuple[str, ...] = (),
             repeat: int = 1, idle: float = 0) -> RunResult:
-        """Like :func:`frog_gym.grading.run_tests` on the server's workspace; with ``idle`` > 0, a run that
+        """Like :func:`frog_gym.grading.runner.run_tests` on the server's workspace; with ``idle`` > 0, a run that
         uses no CPU for that many seconds (a deadlock) ends like a timeout."""
         start = time.monotonic()
         (self.out_dir / "report.json").unlink(missing_ok=True)

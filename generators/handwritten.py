@@ -84,10 +84,11 @@ BUGS: list[tuple[str, list[Edit], str]] = [
 def generate_handwritten(spec, tasks_dir: str | None = None) -> int:
     """Validate this repository's hand-written bugs (full suite, 3 runs) and append the new ones to its
     task file as ``<repo>__handwritten-<n>``; returns how many were written."""
-    from frog_gym.generators.synthesis import GenerateConfig, append_task, read_existing, tasks_path
+    from frog_gym.generators.synthesis import GenerateConfig, tasks_path
+    from frog_gym.generators.taskfiles import append_task, read_existing
     from frog_gym.generators.validate import bug_changes, patches, validate
-    from frog_gym.snapshot import prepare
-    from frog_gym.task import Task
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.catalog.task import Task
 
     repo = prepare(spec)
     out = tasks_path(spec, GenerateConfig(tasks_dir=tasks_dir))

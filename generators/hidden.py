@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from frog_gym.generators.testsource import split_test_id
-from frog_gym.workspace import Change, diff_text
+from frog_gym.sandbox.workspace import Change, diff_text
 
 
 def _span(node: ast.stmt) -> tuple[int, int]:
@@ -227,9 +227,9 @@ def hidden_tests_patch(tree: Path, fail_to_pass: list[str] | tuple[str, ...], is
 
 def hide_tests_file(path: Path) -> Counter:
     """Set ``test_patch`` of every task of one ``<repo>.jsonl`` (in place) from its pristine snapshot."""
-    from frog_gym.generators.synthesis import read_existing, rewrite_task_file
-    from frog_gym.snapshot import snapshot_tree
-    from frog_gym.spec import load_repo
+    from frog_gym.generators.taskfiles import read_existing, rewrite_task_file
+    from frog_gym.catalog.snapshot import snapshot_tree
+    from frog_gym.catalog.spec import load_repo
 
     records = read_existing(path)
     if not records:

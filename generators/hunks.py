@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from frog_gym.workspace import Change
+from frog_gym.sandbox.workspace import Change
 
 
 @dataclass(frozen=True)

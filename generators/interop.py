@@ -13,7 +13,7 @@ records. The raw test log of every grade (``GradeReport.log_path``) is in the fo
 every row has the same schema); it needs the ``hf`` extra (``pip install 'frog-gym[hf]'``).
 
 Example:
-    >>> from frog_gym.task import load_task
+    >>> from frog_gym.catalog.task import load_task
     >>> row = to_swebench(load_task("inflection__handwritten-0001"))
     >>> type(row["FAIL_TO_PASS"]).__name__, from_row(row) == load_task("inflection__handwritten-0001")
     ('str', True)
@@ -30,11 +30,11 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from frog_gym.errors import SpecError, UsageError
-from frog_gym.grading import END_TEST_OUTPUT, START_TEST_OUTPUT, test_files_of
-from frog_gym.task import Task, load_task, task_index
+from frog_gym.grading.runner import END_TEST_OUTPUT, START_TEST_OUTPUT, test_files_of
+from frog_gym.catalog.task import Task, load_task, task_index
 
 if TYPE_CHECKING:
-    from frog_gym.spec import RepoSpec
+    from frog_gym.catalog.spec import RepoSpec
 
 SWEBENCH_FIELDS = ("instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement", "hints_text",
                    "created_at", "version", "FAIL_TO_PASS", "PASS_TO_PASS", "environment_setup_commit")
@@ -65,7 +65,7 @@ def eval_script(task: Task, spec: RepoSpec) -> str:
     It runs exactly the task's selected tests under frog-gym's report plugin (written out by the script),
     reads each test's status from the report file, not from pytest's output, distrusts a report whose exit
     status disagrees with pytest's or that claims every test passed while pytest failed (as
-    :func:`frog_gym.grading.read_report` does), and prints one TAP line per test between SWE-bench's
+    :func:`frog_gym.grading.runner.read_report` does), and prints one TAP line per test between SWE-bench's
     markers for :data:`LOG_PARSER`. pytest's own output follows, with its markers defused.
     """
     plugin = resources.files("frog_gym").joinpath("_plugin", "frog_report.py").read_text(encoding="utf-8")
@@ -109,7 +109,7 @@ def to_swebench(task: Task, dicts_as_json: bool = False) -> dict[str, Any]:
     ``created_at`` the source's release date where the spec records it. ``frog_repo`` and
     ``frog_created_at`` keep our values, so that :func:`from_row` rebuilds the task exactly.
     """
-    from frog_gym.spec import load_repo
+    from frog_gym.catalog.spec import load_repo
 
     spec = load_repo(task.repo)
     d = asdict(task)
@@ -148,7 +148,7 @@ def from_row(row: dict[str, Any], where: str = "<row>") -> Task:
 
 def _registry_names() -> dict[str, str]:
     """Upstream ``owner/name`` (lowercase) -> registry name, for the specs that record one."""
-    from frog_gym.spec import load_repo, repo_names
+    from frog_gym.catalog.spec import load_repo, repo_names
 
     return {swebench_repo(load_repo(n)).lower(): n for n in repo_names()}
 
@@ -240,8 +240,9 @@ def read_any(src: str | Path) -> list[Task]:
 def import_tasks(src: str | Path, dest_dir: str | Path | None = None, check_repos: bool = True) -> dict[str, int]:
     """Append the tasks of ``src`` to ``<dest_dir>/<repo>.jsonl`` (default: the registry), skipping ids that
     are already there; returns how many were added per repository."""
-    from frog_gym.generators.synthesis import append_task, read_existing, tasks_path, GenerateConfig
-    from frog_gym.spec import load_repo
+    from frog_gym.generators.synthesis import tasks_path, GenerateConfig
+    from frog_gym.generators.taskfiles import append_task, read_existing
+    from frog_gym.catalog.spec import load_repo
 
     cfg = GenerateConfig(tasks_dir=str(dest_dir) if dest_dir else None)
     added: dict[str, int] = {}

@@ -1,4 +1,4 @@
-"""Mining real bug fixes from consecutive PyPI releases (FrogLive tasks; see :mod:`frog_gym.live`).
+"""Mining real bug fixes from consecutive PyPI releases (FrogLive tasks; see :mod:`frog_gym.catalog.live`).
 
 For a registered repository, ``mine`` lists its releases on the package index pip uses (the index's JSON
 API), and for each consecutive pair (N, N+1) of releases with a source distribution:
@@ -12,7 +12,7 @@ API), and for each consecutive pair (N, N+1) of releases with a source distribut
    makes each group pass on N (delta debugging over files, then hunks); groups with equal hunk sets merge;
 5. writes the task (release N as the starting tree, the hunks as the gold ``patch``, N+1's test files of
    those tests as the hidden ``test_patch``), and validates it three times exactly as graded
-   (:func:`frog_gym.grading.grade`): FAIL_TO_PASS fail and PASS_TO_PASS pass without a fix, all pass with
+   (:func:`frog_gym.grading.grade.grade`): FAIL_TO_PASS fail and PASS_TO_PASS pass without a fix, all pass with
    the gold patch;
 6. takes its problem statement from release N+1's changelog entry that names what the fix touches, or
    generates one from the failures and flags it (``provenance["statement"] == "generated"``).
@@ -49,12 +49,13 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from frog_gym import paths
-from frog_gym.grading import TestStatus, grade, run_tests
-from frog_gym.live import LIVE_MARK, MIRROR_MARK, release_spec
-from frog_gym.snapshot import PreparedRepo, prepare, resolve_lock, snapshot_tree
-from frog_gym.spec import RepoSpec, load_repo, repos_dir
-from frog_gym.task import Task, ids_sidecar_text
-from frog_gym.workspace import Change, Template, Workspace, _manifest, diff_text, template_for, write_changes
+from frog_gym.grading.runner import TestStatus, run_tests
+from frog_gym.grading.grade import grade
+from frog_gym.catalog.live import LIVE_MARK, MIRROR_MARK, release_spec
+from frog_gym.catalog.snapshot import PreparedRepo, prepare, resolve_lock, snapshot_tree
+from frog_gym.catalog.spec import RepoSpec, load_repo, repos_dir
+from frog_gym.catalog.task import Task, ids_sidecar_text
+from frog_gym.sandbox.workspace import Change, Template, Workspace, _manifest, diff_text, template_for, write_changes
 from frog_gym.generators.changelog import (
     changelog_entries,
     changelog_section,
@@ -99,7 +100,7 @@ def _is_source(spec: RepoSpec, rel: str) -> bool:
     """Whether ``rel`` is package source: under the spec's mutable paths, also in the layouts older
     releases used (a module ``pkg.py`` before the package ``pkg/``, the package outside ``src/``).
 
-    >>> import dataclasses; from frog_gym.spec import load_repo
+    >>> import dataclasses; from frog_gym.catalog.spec import load_repo
     >>> s = dataclasses.replace(load_repo("semver"), mutable=("src/parse",))
     >>> [_is_source(s, p) for p in ("src/parse/a.py", "parse.py", "parse/b.py", "tests/test_parse.py", "setup.py")]
     [True, True, True, False, False]
@@ -477,8 +478,8 @@ def validate_live(pair: _Pair, task: Task, runs: int = 3) -> tuple[bool, str, di
 
 def _changes_of(tree: Path, patch: str) -> list[Change]:
     """The changes a gold patch makes to ``tree`` (applied to a scratch copy)."""
-    from frog_gym.grading import patch_files
-    from frog_gym.workspace import apply_patch
+    from frog_gym.grading.runner import patch_files
+    from frog_gym.sandbox.workspace import apply_patch
 
     tmp = paths.home() / "work" / f"m-{hashlib.sha256(patch.encode()).hexdigest()[:12]}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -500,8 +501,8 @@ def _changes_of(tree: Path, patch: str) -> list[Change]:
 def restate(path: Path) -> int:
     """Match the statements of a live or mirror task file against the changelog again (after the matcher
     improved); rewrites the file and returns how many statements come from a changelog entry."""
-    from frog_gym.live import task_spec
-    from frog_gym.task import load_tasks_file
+    from frog_gym.catalog.live import task_spec
+    from frog_gym.catalog.task import load_tasks_file
 
     tasks, n = load_tasks_file(str(path)), 0
     out = []

@@ -7,11 +7,11 @@ import dataclasses
 from pathlib import Path
 
 from frog_gym.generators.hunks import Hunk
-from frog_gym.grading import TestStatus
-from frog_gym.snapshot import prepare
-from frog_gym.spec import load_repo
-from frog_gym.task import Task
-from frog_gym.workspace import Change, diff_text
+from frog_gym.grading.runner import TestStatus
+from frog_gym.catalog.snapshot import prepare
+from frog_gym.catalog.spec import load_repo
+from frog_gym.catalog.task import Task
+from frog_gym.sandbox.workspace import Change, diff_text
 
 
 def reverse_onto(tree: Path, hunks: list[Hunk], old: dict[str, str]) -> list[Change]:

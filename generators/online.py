@@ -37,29 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym.generators import coverage_map, statements
-from frog_gym.generators.synthesis import (
-    Candidate,
-    GenerateConfig,
-    Site,
-    _sample_tests,
-    _sha8,
-    all_sites,
-    append_task,
-    combinable,
-    combination_tests,
-    covering_tests,
-    make_task,
-    order_sites,
-    validate_candidate,
-)
+from frog_gym.generators.synthesis import Candidate, GenerateConfig, Site, _sample_tests, _sha8, all_sites, combinable, combination_tests, covering_tests, make_task, order_sites, validate_candidate
+from frog_gym.generators.taskfiles import append_task
 from frog_gym.generators.validate import baseline
 
 from frog_gym import paths
 from frog_gym.curriculum import PendingTask
-from frog_gym.snapshot import PreparedRepo, prepare
-from frog_gym.live import LIVE_MARK, MIRROR_MARK
-from frog_gym.spec import load_repo
-from frog_gym.task import add_task_dir, load_task, refresh_tasks, task_index
+from frog_gym.catalog.snapshot import PreparedRepo, prepare
+from frog_gym.catalog.live import LIVE_MARK, MIRROR_MARK
+from frog_gym.catalog.spec import load_repo
+from frog_gym.catalog.task import add_task_dir, load_task, refresh_tasks, task_index
 
 
 @dataclass

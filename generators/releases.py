@@ -19,9 +19,9 @@ from packaging.utils import parse_sdist_filename
 from packaging.version import InvalidVersion, Version
 
 from frog_gym import paths
-from frog_gym.live import release_spec
-from frog_gym.snapshot import sha256_file
-from frog_gym.spec import RepoSpec
+from frog_gym.catalog.live import release_spec
+from frog_gym.catalog.snapshot import sha256_file
+from frog_gym.catalog.spec import RepoSpec
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 

@@ -109,9 +109,9 @@ def kept_failure(f: statements.Failure) -> dict:
 
 def restate_file(path: Path) -> Counter:
     """Rewrite every statement of one ``<repo>.jsonl`` in place (same order), under the task file's lock."""
-    from frog_gym.generators.synthesis import read_existing, rewrite_task_file
-    from frog_gym.snapshot import snapshot_tree
-    from frog_gym.spec import load_repo
+    from frog_gym.generators.taskfiles import read_existing, rewrite_task_file
+    from frog_gym.catalog.snapshot import snapshot_tree
+    from frog_gym.catalog.spec import load_repo
 
     records = read_existing(path)
     if not records:

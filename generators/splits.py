@@ -117,9 +117,9 @@ def bug_keys(task, tree: Path) -> list[str]:
 
 def pool_keys(task_ids: Iterable[str]) -> dict[str, list[str]]:
     """Each pool task's bug keys (``repo/path::qualname``), read from its repository's snapshot."""
-    from frog_gym.snapshot import snapshot_tree
-    from frog_gym.spec import load_repo
-    from frog_gym.task import load_task
+    from frog_gym.catalog.snapshot import snapshot_tree
+    from frog_gym.catalog.spec import load_repo
+    from frog_gym.catalog.task import load_task
 
     trees: dict[str, Path] = {}
     out = {}
@@ -186,8 +186,8 @@ def build(keys: dict[str, list[str]]) -> dict:
 
 def pool_ids() -> list[str]:
     """The training pool: every registered task but FrogLive's."""
-    from frog_gym.live import is_live
-    from frog_gym.task import registered_task_ids
+    from frog_gym.catalog.live import is_live
+    from frog_gym.catalog.task import registered_task_ids
 
     return [i for i in registered_task_ids() if not is_live(i)]
 

@@ -104,7 +104,7 @@ def _named_symbols(text: str, packages: set[str]) -> list[str]:
 
 def packages_of(spec, tree: Path) -> set[str]:  # noqa: ANN001 (a RepoSpec)
     """Top-level import names of the code generators mutate (``generate.mutable``, else the import paths)."""
-    from frog_gym.generators.synthesis import module_name
+    from frog_gym.catalog.spec import module_name
 
     out = set()
     for r in spec.mutable:
@@ -136,9 +136,9 @@ def symbols_of(spec, tree: Path) -> tuple[Symbols, frozenset[str]]:  # noqa: ANN
 def repo_symbols(name: str, version: str = "", sha256: str = "") -> tuple[Symbols, frozenset[str], Path]:
     """``(symbols, packages, snapshot tree)`` of a registered repository, or of one of its releases
     (``version``/``sha256``: a FrogLive task's); fetches the sdist on first use."""
-    from frog_gym.live import release_spec
-    from frog_gym.snapshot import snapshot_tree
-    from frog_gym.spec import load_repo
+    from frog_gym.catalog.live import release_spec
+    from frog_gym.catalog.snapshot import snapshot_tree
+    from frog_gym.catalog.spec import load_repo
 
     spec = load_repo(name)
     if version:

@@ -13,7 +13,7 @@ Instance ids are ``<repo>__<family>-<sha8>`` (``<repo>__combo<k>-<sha8>`` for co
 taken over the seed and the sites.
 
 Example (what ``frog-gym generate toolz --max-tasks 40 --seed 0`` runs):
-    >>> from frog_gym.spec import load_repo
+    >>> from frog_gym.catalog.spec import load_repo
     >>> summary = generate(load_repo("toolz"), GenerateConfig(max_tasks=40, seed=0))  # doctest: +SKIP
 """
 
@@ -42,11 +42,12 @@ from frog_gym.generators.fastrun import Runner
 from frog_gym.generators.hidden import hidden_tests_patch
 from frog_gym.generators.operators import enclosing_function, find_mutations
 from frog_gym.generators.restate import WRITER, compose, kept_failure
+from frog_gym.generators.taskfiles import append_task, read_existing, rewrite_task_file, write_ids_sidecar
 from frog_gym.generators.validate import Validation, patches, record_oracle, validate
-from frog_gym.snapshot import PreparedRepo, prepare
-from frog_gym.spec import RepoSpec
-from frog_gym.task import Task, ids_sidecar_text
-from frog_gym.workspace import Change, Template, Workspace
+from frog_gym.catalog.snapshot import PreparedRepo, prepare
+from frog_gym.catalog.spec import RepoSpec, module_name
+from frog_gym.catalog.task import Task
+from frog_gym.sandbox.workspace import Change, Template, Workspace
 
 GENERATOR = "frog-gym/mutation-v1"
 
@@ -153,27 +154,6 @@ def tasks_path(spec: RepoSpec, cfg: GenerateConfig) -> Path:
 
 def _sha8(*parts: object) -> str:
     return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:8]
-
-
-def module_name(spec: RepoSpec, path: str) -> str:
-    """Dotted module name of a source path, relative to the spec's import paths.
-
-    >>> from frog_gym.spec import load_repo
-    >>> module_name(load_repo("cachetools"), "src/cachetools/keys.py")
-    'cachetools.keys'
-    """
-    p = path[:-3] if path.endswith(".py") else path
-    for root in sorted(spec.install.import_paths, key=len, reverse=True):
-        r = os.path.normpath(root)
-        if r == ".":
-            break
-        if p.startswith(r + "/"):
-            p = p[len(r) + 1:]
-            break
-    parts = p.split("/")
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
 
 
 # ---- candidates ----------------------------------------------------------------------------------
@@ -374,57 +354,6 @@ def make_task(repo: PreparedRepo, cand: Candidate, v: Validation, cfg: GenerateC
                     "flaky": v.flaky, "signature": v.signature, "targeted": True,
                     "failure": kept_failure(failures[0])},
     )
-
-
-def append_task(path: Path, task: Task) -> None:
-    """Append one record to a JSONL file atomically (one write under a lock, newline-terminated)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = task.to_json() + "\n"
-    with FileLock(str(paths.home() / "locks" / f"tasks-{path.name}.lock")):
-        with open(path, "ab") as f:
-            if f.tell() > 0:
-                with open(path, "rb") as r:
-                    r.seek(-1, os.SEEK_END)
-                    if r.read(1) != b"\n":
-                        line = "\n" + line
-            f.write(line.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
-        write_ids_sidecar(path)
-
-
-def write_ids_sidecar(path: Path) -> None:
-    """Rewrite ``<repo>.ids`` beside a task file (what ``task_index`` reads instead of the whole file)."""
-    side = path.with_suffix(".ids")
-    tmp = side.with_name(f".{side.name}.{os.getpid()}.tmp")
-    tmp.write_text(ids_sidecar_text(path.read_bytes()), encoding="utf-8")
-    os.replace(tmp, side)
-
-
-def rewrite_task_file(path: Path, fn: Callable[[dict], dict | None]) -> Counter:
-    """Rewrite every record of a task file in place through ``fn`` (None drops it), same order, under the
-    task file's lock; every rewritten record must still load. Returns counts of changed/unchanged/dropped."""
-    counts: Counter = Counter()
-    with FileLock(str(paths.home() / "locks" / f"tasks-{path.name}.lock")):
-        out = []
-        for d in read_existing(path):
-            new = fn(d)
-            counts["dropped" if new is None else "changed" if new != d else "unchanged"] += 1
-            if new is not None:
-                out.append(Task.from_dict(new, str(path)).to_json())
-        if not counts["changed"] and not counts["dropped"]:
-            return counts  # nothing to rewrite: the file keeps its bytes
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text("".join(x + "\n" for x in out), encoding="utf-8")
-        os.replace(tmp, path)
-        write_ids_sidecar(path)
-    return counts
-
-
-def read_existing(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 # ---- the run --------------------------------------------------------------------------------------
@@ -764,7 +693,7 @@ def regrade_record(spec: RepoSpec, record: dict[str, Any], cfg: GenerateConfig) 
     None)``, or ``("infrastructure failure: ...", record)`` (kept unchanged; run again).
     """
     from frog_gym.generators.validate import graded_disagreements
-    from frog_gym.workspace import apply_patch
+    from frog_gym.sandbox.workspace import apply_patch
 
     _, template, ws, _, runner = _worker_state(spec, cfg.fork_server)
     f2p, p2p = list(record["FAIL_TO_PASS"]), list(record["PASS_TO_PASS"])

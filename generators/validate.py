@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from frog_gym import paths
-from frog_gym.grading import RunResult, TestStatus, run_tests, test_files_of
-from frog_gym.snapshot import PreparedRepo, baseline_path
-from frog_gym.task import Task
-from frog_gym.workspace import Change, Template, Workspace, _manifest, diff_text, write_changes
+from frog_gym.grading.runner import RunResult, TestStatus, run_tests, test_files_of
+from frog_gym.catalog.snapshot import PreparedRepo, venv_key
+from frog_gym.catalog.spec import RepoSpec
+from frog_gym.grading.integrity import GRADING_VERSION
+from frog_gym.catalog.task import Task
+from frog_gym.sandbox.workspace import Change, Template, Workspace, _manifest, diff_text, write_changes
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,12 @@ def patches(changes: list[Change]) -> tuple[str, str]:
     return diff_text(changes), diff_text([Change(c.path, c.new, c.old) for c in changes])
 
 
+def baseline_path(spec: RepoSpec) -> Path:
+    """Where the pristine tree's per-test statuses are cached (run as graded: the tests read-only and guarded),
+    per version of grading's rules: a new rule (the guard refusing what it allowed) measures them anew."""
+    return paths.home() / "baselines" / f"{spec.name}-{venv_key(spec)}-graded-v{GRADING_VERSION}.json"
+
+
 def baseline(repo: PreparedRepo, timeout: float = 600) -> dict[str, str]:
     """Per-test statuses of the pristine tree, run once per venv and cached, as grading runs
     tests: with the spec's test paths mounted read-only (a test that writes into its own folder fails there,
@@ -118,10 +126,10 @@ def drop_ungradable(path: Path) -> Counter:
     """Rewrite a task file so that every task's tests pass on the pristine tree as grading runs them
     (:func:`baseline`): PASS_TO_PASS tests that don't are dropped from the task, and a task whose
     FAIL_TO_PASS holds one is dropped. Returns the counts of :func:`rewrite_task_file` plus ``tests dropped``."""
-    from frog_gym.generators.synthesis import rewrite_task_file
-    from frog_gym.live import is_live, task_spec
-    from frog_gym.snapshot import prepare
-    from frog_gym.task import Task
+    from frog_gym.generators.taskfiles import rewrite_task_file
+    from frog_gym.catalog.live import is_live, task_spec
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.catalog.task import Task
 
     dropped: Counter = Counter()
     ok: dict[str, set[str]] = {}
@@ -354,10 +362,10 @@ class _workspace:
 
 
 def record_oracle(task: Task, tasks_file: Path, repo: PreparedRepo | None = None) -> dict:
-    """Record the behavioural oracle of a task just accepted (:func:`frog_gym.oracle.record_task`, on the gold
+    """Record the behavioural oracle of a task just accepted (:func:`frog_gym.grading.oracle.record_task`, on the gold
     code, in ``repo``: default the task's registered one) into the ``oracles`` folder beside its task folder (``registry/oracles`` for the registry's own);
     returns the record. Recording never fails a task: a task without an oracle is graded by its tests."""
-    from frog_gym.oracle import append_record, record_task, task_digest
+    from frog_gym.grading.oracle import append_record, record_task, task_digest
 
     try:
         rec = record_task(task, repo=repo)

@@ -1,7 +1,7 @@
 """The leaderboard: stored results turned into ranked tables, plots, ``README.md`` and ``index.html``.
 
 Results live as JSONL under ``leaderboard/results/`` (one file per submitted run, one
-:class:`~frog_gym.harness.EpisodeResult` a line). Only results with the same harness fingerprint are
+:class:`~frog_gym.bench.harness.EpisodeResult` a line). Only results with the same harness fingerprint are
 ranked together: :func:`board` builds one table per fingerprint, and :func:`table` refuses a mix.
 
 How a row is scored:
@@ -14,7 +14,7 @@ How a row is scored:
 - Agents that read the answer (``oracle``) are listed under the table as references, never ranked.
 
 Example:
-    >>> from frog_gym.harness import EpisodeResult
+    >>> from frog_gym.bench.harness import EpisodeResult
     >>> rs = [EpisodeResult("t1", 0, 0, "apr", "fp1", resolved=True), EpisodeResult("t2", 0, 0, "apr", "fp1")]
     >>> row = table(rs).rows[0]
     >>> row.agent, row.solved, row.scored
@@ -35,7 +35,7 @@ from typing import Any
 from frog_gym.leaderboard.stats import mean_pass_at_k, wilson
 
 from frog_gym.errors import FrogGymError
-from frog_gym.harness import EpisodeResult
+from frog_gym.bench.harness import EpisodeResult
 
 TIERS = ("easy", "medium", "hard")
 
@@ -183,7 +183,7 @@ def results_dir(root: Path | None = None) -> Path:
 
 def load_results(paths: list[Path]) -> list[EpisodeResult]:
     """Every result in the given JSONL files and run directories (their ``results.jsonl``)."""
-    from frog_gym.bench import load_results as load_run
+    from frog_gym.bench.runner import load_results as load_run
 
     out: list[EpisodeResult] = []
     for p in paths:
@@ -197,7 +197,7 @@ def load_results(paths: list[Path]) -> list[EpisodeResult]:
 
 def add_run(run: Path, root: Path | None = None) -> Path:
     """Copy a bench run's results into the leaderboard as ``<agent>__<suite>__<fingerprint>.jsonl``."""
-    from frog_gym.bench import load_results as load_run
+    from frog_gym.bench.runner import load_results as load_run
 
     results = load_run(run)
     if not results:
@@ -235,7 +235,7 @@ def _version(v: Any) -> str:
 def _suite_size_today(name: str) -> int | None:
     """How many tasks the registry's suite ``name`` has today (None for an ad-hoc or unknown suite)."""
     from frog_gym.errors import FrogGymError
-    from frog_gym.suites import SUITES, resolve
+    from frog_gym.bench.suites import SUITES, resolve
 
     if name not in SUITES:
         return None
@@ -366,7 +366,7 @@ def can_plot() -> bool:
 def text_table(t: Table) -> str:
     """A table's main rows as plain text for a terminal, with its harness line above.
 
-    >>> from frog_gym.harness import EpisodeResult
+    >>> from frog_gym.bench.harness import EpisodeResult
     >>> print(text_table(table([EpisodeResult("t1", 0, 0, "apr", "fp1", resolved=True)])).splitlines()[-1][:16])
     | 1 | apr | 100.
     """

@@ -78,7 +78,7 @@ def env_tasks(env_id: str) -> list[str]:
         return list(kwargs["task_ids"])
     if kwargs.get("task_id"):
         return [kwargs["task_id"]]
-    from frog_gym.env import default_pool
+    from frog_gym.env.core import default_pool
 
     return sorted(default_pool())  # never the held-out FrogLive tasks
 

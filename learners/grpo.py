@@ -67,8 +67,8 @@ from frog_gym.learners.vllm_engine import VLLMPolicy, make_sampler
 
 from frog_gym.agents.hf import ContextFull, HFPolicy, Sampling, Trajectory, require_torch
 from frog_gym.curriculum import CurriculumConfig, CurriculumState, episode_score, filter_group
-from frog_gym.toolcalls import answers_a_call
-from frog_gym.toolspec import openai_tools
+from frog_gym.env.toolcalls import answers_a_call
+from frog_gym.env.toolspec import openai_tools
 
 ZERO_VARIANCE = ("drop", "backfill")
 ROLLOUT_ENGINES = ("hf", "vllm")
@@ -232,7 +232,7 @@ def task_pool(cfg: GRPOConfig) -> list[str]:
 
 def make_envs(cfg: GRPOConfig, n: int) -> list[Any]:
     """``n`` envs of ``cfg.env_id`` with the episode budget of ``cfg``."""
-    from frog_gym.distributed import make_env
+    from frog_gym.bench.distributed import make_env
 
     return [make_env(cfg.env_id, cfg.ray_address or None, max_steps=cfg.max_turns, wall_time_s=cfg.wall_time_s,
                      partial_credit=cfg.partial_credit, max_episode_steps=cfg.max_turns) for _ in range(n)]

@@ -32,10 +32,10 @@ import gymnasium as gym
 import numpy as np
 from frog_gym.generators.operators import candidate_fixes
 
-from frog_gym.snapshot import prepare
-from frog_gym.spec import load_repo
-from frog_gym.task import load_task
-from frog_gym.workspace import template_for
+from frog_gym.catalog.snapshot import prepare
+from frog_gym.catalog.spec import load_repo
+from frog_gym.catalog.task import load_task
+from frog_gym.sandbox.workspace import template_for
 
 SUBMIT, RUN_TESTS = 0, 1
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -29,7 +29,7 @@ from frog_gym.learners import LearnerOptions
 from frog_gym.agents.oracle import OracleAgent
 from frog_gym.agents.simple import NoopAgent
 from frog_gym.curriculum import CurriculumState
-from frog_gym.distributed import make_env
+from frog_gym.bench.distributed import make_env
 
 
 class ScriptedLearner:

@@ -72,7 +72,7 @@ def menu(task_ids: list[str] | None = None, reverses: bool = True) -> list[str]:
     True
     """
     from frog_gym.agents.oracle import hunks
-    from frog_gym.task import load_task
+    from frog_gym.catalog.task import load_task
 
     actions = []
     for iid in task_ids or toy_tasks():

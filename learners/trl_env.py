@@ -3,7 +3,7 @@
 TRL (1.x) documents ``GRPOTrainer(..., environment_factory=factory)``: ``factory()`` returns an object
 whose ``reset(**example)`` returns text appended to the prompt, whose public methods are tools the model
 may call (typed, with Google-style docstrings, which TRL turns into the tool schema: here one method per
-tool of :mod:`frog_gym.toolspec`, its docstring written from it, so the schemas are the toolspec's), and whose
+tool of :mod:`frog_gym.env.toolspec`, its docstring written from it, so the schemas are the toolspec's), and whose
 ``get_reward()`` scores the rollout. :class:`FrogSWEToolEnv` is that object over a FrogSWE env: the
 dataset's ``task_id`` column picks the task, the env's prompt is the observation, its tools are the
 methods, and the reward is the graded result (an episode the model never submitted is graded as it
@@ -27,7 +27,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from frog_gym.toolspec import TOOLS, Tool
+from frog_gym.env.toolspec import TOOLS, Tool
 
 
 class FrogSWEToolEnv:
@@ -73,7 +73,7 @@ class FrogSWEToolEnv:
             self.reward = None if self.infra_failure else float(reward)
         return obs
 
-    # The tools: one method per tool of frog_gym.toolspec, typed; their docstrings are written from the
+    # The tools: one method per tool of frog_gym.env.toolspec, typed; their docstrings are written from the
     # toolspec below, so TRL's schemas (read from signature and docstring) are the toolspec's.
 
     def bash(self, command: str) -> str:

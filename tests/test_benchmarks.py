@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from frog_gym.task import task_index
+from frog_gym.catalog.task import task_index
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from frog_gym.cli import main
-from frog_gym.task import task_index
+from frog_gym.catalog.task import task_index
 
 
 def one_line_error(capsys) -> str:

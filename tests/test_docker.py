@@ -16,8 +16,8 @@ import pytest
 from frog_gym.cli import main
 from frog_gym.sandbox import images
 from frog_gym.sandbox.docker import LABEL, DockerSandbox, prune
-from frog_gym.snapshot import prepare
-from frog_gym.spec import load_repo
+from frog_gym.catalog.snapshot import prepare
+from frog_gym.catalog.spec import load_repo
 
 pytestmark = pytest.mark.docker
 

@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env
 
 import frog_gym  # noqa: F401
 from frog_gym.agents.oracle import OracleAgent, hunks
-from frog_gym.task import load_task, task_index
+from frog_gym.catalog.task import load_task, task_index
 
 # Every hand-written task, plus a seeded sample of the (hundreds of) generated ones: .ci/sample_tasks.py
 # re-validates another sample of those each day.
@@ -326,7 +326,7 @@ def test_reset_after_a_graded_episode_restores_every_kind_of_change(env):
     instead of walking again, and rewrites changed files in place where that is safe (one link, no extended
     attribute): every kind of change an agent can leave must still be undone, two tracked files made one
     inode included."""
-    from frog_gym.workspace import _manifest
+    from frog_gym.sandbox.workspace import _manifest
 
     env.reset(seed=0)
     env.step({"tool": "bash", "command": (
@@ -350,6 +350,6 @@ def test_a_reset_mid_episode_walks_the_tree_again(env):
     env.step({"tool": "bash", "command": "echo broken >> inflection/__init__.py; touch junk.py"})
     assert env._graded_walk is None
     env.reset(seed=0)
-    from frog_gym.workspace import _manifest
+    from frog_gym.sandbox.workspace import _manifest
 
     assert _manifest(env._ws.path) == env._template.manifest

@@ -1,4 +1,4 @@
-"""Warm grading (frog_gym.grading_server): the same outcomes as a cold grade, and no state between grades.
+"""Warm grading (frog_gym.grading.server): the same outcomes as a cold grade, and no state between grades.
 
 The attacks here go below the static check (straight to ``GradingServer.run``), as the layer tests of
 ``tests/exploits/test_grading.py`` do, so that the server's own guarantees are shown to hold alone: no
@@ -16,14 +16,17 @@ import textwrap
 
 import pytest
 
-from frog_gym import grading_server, paths
-from frog_gym import grading
-from frog_gym.grading import TestStatus, grade, patch_files
-from frog_gym.integrity import Canaries
-from frog_gym.snapshot import prepare
-from frog_gym.spec import load_repo
-from frog_gym.task import load_task, registered_task_ids
-from frog_gym.workspace import Change, Workspace, template_for
+from frog_gym import paths
+
+from frog_gym.grading import server as grading_server
+from frog_gym.grading import runner as grading
+from frog_gym.grading.runner import TestStatus, patch_files
+from frog_gym.grading.grade import grade
+from frog_gym.grading.integrity import Canaries
+from frog_gym.catalog.snapshot import prepare
+from frog_gym.catalog.spec import load_repo
+from frog_gym.catalog.task import load_task, registered_task_ids
+from frog_gym.sandbox.workspace import Change, Workspace, template_for
 
 FLAT = "inflection__handwritten-0001"
 SRC = "humanize__missing_branch-08a9c4b2"  # src layout

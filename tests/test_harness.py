@@ -18,11 +18,11 @@ import tomli_w
 
 from frog_gym.agents.oracle import hunks
 from frog_gym.agents.registry import make_agent
-from frog_gym.bench import bench, load_results
+from frog_gym.bench.runner import bench, load_results
 from frog_gym.errors import FrogGymError, SpecError, UnknownNameError
-from frog_gym.harness import HarnessSpec, run_episode, tomllib
-from frog_gym.suites import SUITES, resolve, select
-from frog_gym.task import load_task
+from frog_gym.bench.harness import HarnessSpec, run_episode, tomllib
+from frog_gym.bench.suites import SUITES, resolve, select
+from frog_gym.catalog.task import load_task
 
 FAST = ["inflection__handwritten-0002", "inflection__handwritten-0003", "inflection__handwritten-0004"]
 

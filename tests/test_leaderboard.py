@@ -13,7 +13,7 @@ import pytest
 from frog_gym.leaderboard.render import FingerprintMismatchError, add_run, board, load_results, render, table
 from frog_gym.leaderboard.stats import mean_pass_at_k, pass_at_k, wilson
 
-from frog_gym.harness import EpisodeResult
+from frog_gym.bench.harness import EpisodeResult
 
 
 def ep(task: str, agent: str = "apr", fp: str = "fp1", resolved: bool = False, sample: int = 0,
@@ -180,7 +180,7 @@ def test_rendering_without_matplotlib_keeps_and_links_the_plots_already_drawn(tm
     stale = tmp_path / "plots" / "0000000000000000.png"
     stale.write_bytes(drawn)
     blocked = ("import sys, json, pathlib; sys.modules['matplotlib'] = None; "
-               "from frog_gym.harness import EpisodeResult; from frog_gym.leaderboard.render import render; "
+               "from frog_gym.bench.harness import EpisodeResult; from frog_gym.leaderboard.render import render; "
                "rs = [EpisodeResult.from_dict(json.loads(x)) for x in sys.argv[2:]]; render(rs, pathlib.Path(sys.argv[1]))")
     proc = subprocess.run([sys.executable, "-c", blocked, str(tmp_path), *(json.dumps(r.to_dict()) for r in rs)],
                           check=False, capture_output=True, text=True, timeout=120)

@@ -7,12 +7,12 @@ import gymnasium as gym
 import pytest
 
 import frog_gym  # noqa: F401  (registers the envs)
-from frog_gym.env import FrogSWEEnv, default_pool
-from frog_gym.grading import patch_files
-from frog_gym.live import LIVE_MARK, check_date, is_live, live_task_ids, released, task_spec
-from frog_gym.spec import load_repo
-from frog_gym.suites import resolve
-from frog_gym.task import load_task, registered_task_ids
+from frog_gym.env.core import FrogSWEEnv, default_pool
+from frog_gym.grading.runner import patch_files
+from frog_gym.catalog.live import LIVE_MARK, check_date, is_live, live_task_ids, released, task_spec
+from frog_gym.catalog.spec import load_repo
+from frog_gym.bench.suites import resolve
+from frog_gym.catalog.task import load_task, registered_task_ids
 
 LIVE = live_task_ids()
 needs_live = pytest.mark.skipif(not LIVE, reason="no live tasks are registered (frog-gym mine)")
@@ -137,7 +137,7 @@ def test_a_release_whose_tests_needed_another_lock_carries_it():
 
 @needs_live
 def test_no_fix_is_both_held_out_and_a_mirror_training_task():
-    from frog_gym.live import MIRROR_MARK
+    from frog_gym.catalog.live import MIRROR_MARK
 
     def fixes(ids):
         return {(load_task(i).repo, load_task(i).provenance["to_version"]) for i in ids}

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from frog_gym.generators.online import MutationSynthesizer
 
-from frog_gym import task as task_module
+from frog_gym.catalog import task as task_module
 from frog_gym.agents.oracle import OracleAgent
 from frog_gym.curriculum import CurriculumConfig, CurriculumState, prior_mean
-from frog_gym.env import FrogSWEEnv, default_pool
+from frog_gym.env.core import FrogSWEEnv, default_pool
 from frog_gym.errors import UnknownNameError
-from frog_gym.task import TASK_DIRS_ENV, load_task, refresh_tasks, task_index
+from frog_gym.catalog.task import TASK_DIRS_ENV, load_task, refresh_tasks, task_index
 
 POOL = ["inflection__handwritten-0001", "inflection__handwritten-0002", "inflection__handwritten-0003"]
 

@@ -13,17 +13,18 @@ import gymnasium as gym
 import pytest
 
 import frog_gym  # noqa: F401  (registers the envs)
-from frog_gym import grading, oracle
-from frog_gym.live import is_live, task_spec
-from frog_gym.snapshot import prepare
-from frog_gym.task import load_task, registered_task_ids
-from frog_gym.workspace import template_for
+from frog_gym.grading import runner as grading
+from frog_gym.grading import oracle
+from frog_gym.catalog.live import is_live, task_spec
+from frog_gym.catalog.snapshot import prepare
+from frog_gym.catalog.task import load_task, registered_task_ids
+from frog_gym.sandbox.workspace import template_for
 
 COVERED = "inflection__wrong_variable-a7636217"
 """singularize() returns the last rule's replacement instead of the word when no rule matches."""
 
 _spec = importlib.util.spec_from_file_location(
-    "frog_oracle", Path(oracle.__file__).parent / "_plugin" / "frog_oracle.py")
+    "frog_oracle", Path(oracle.__file__).parents[1] / "_plugin" / "frog_oracle.py")
 assert _spec and _spec.loader
 frog_oracle = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(frog_oracle)
@@ -145,7 +146,7 @@ def test_the_recorder_sees_calls_returns_exceptions_and_state_on_every_hook(pyth
 
     (tmp_path / "pkgmod.py").write_text(MODULE)
     (tmp_path / "drive.py").write_text(DRIVER)
-    plugin = str(Path(oracle.__file__).parent / "_plugin")
+    plugin = str(Path(oracle.__file__).parents[1] / "_plugin")
     env = {"PATH": "/usr/bin:/bin"}
     p = subprocess.run([python, "drive.py", plugin], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
@@ -234,9 +235,10 @@ def test_a_forgery_that_wins_the_test_run_scores_0_by_the_oracle_alone(monkeypat
     static check and the vault's check of comparison methods disabled. Without the oracle the in-process verdict is a
     pass (reward 1.0); with it, 0."""
     monkeypatch.setenv("FROG_GYM_GRADE_SERVER", warm)
-    monkeypatch.setattr(grading, "scan", lambda changes: [])  # the static check, out of the way
+    monkeypatch.setattr("frog_gym.grading.grade.scan", lambda changes: [])  # the static check, out of the way
     guard_for = grading.guard_for  # and the vault's check of comparison methods (it reads what guard_for adds)
-    monkeypatch.setattr(grading, "guard_for", lambda repo, task, canaries, *rest: guard_for(repo, task, canaries))
+    monkeypatch.setattr("frog_gym.grading.grade.guard_for",
+                        lambda repo, task, canaries, *rest: guard_for(repo, task, canaries))
     env = gym.make(f"FrogSWE/{COVERED}-v0")
     try:
         def forge() -> dict:
@@ -306,9 +308,9 @@ def test_every_registered_gold_fix_passes_its_oracle():
 
 def _apr_fixes() -> list[tuple[str, str]]:
     """(task id, model_patch) of every fix the `apr` agent got reward 1.0 for in the stored leaderboard runs."""
-    from frog_gym.task import task_index
+    from frog_gym.catalog.task import task_index
 
-    root = Path(oracle.__file__).parents[1] / "leaderboard" / "results"
+    root = Path(oracle.__file__).parents[2] / "leaderboard" / "results"
     out, index = {}, task_index()
     for f in sorted(root.glob("apr__*.jsonl")):
         for line in f.read_text().splitlines():
@@ -321,7 +323,7 @@ def _apr_fixes() -> list[tuple[str, str]]:
 @pytest.mark.slow
 def test_the_fixes_apr_found_pass_their_oracle(tmp_path):
     """Fixes that are not the gold patch (a program-repair agent's) but pass the tests pass the oracle too."""
-    from frog_gym.workspace import Workspace, apply_patch
+    from frog_gym.sandbox.workspace import Workspace, apply_patch
 
     checked, failed = 0, []
     for iid, patch in _apr_fixes():
@@ -354,7 +356,7 @@ def test_an_oracle_counts_only_for_the_task_it_was_recorded_from():
 def test_no_recorded_task_had_a_gold_test_change_outcome_under_recording():
     """Recording keeps no oracle where a FAIL_TO_PASS test failed on the gold code while recorded; the stored
     records say none did (``frog-gym oracle stats`` prints the same count)."""
-    from frog_gym.oracle import _oracles_dir, _read_lines
+    from frog_gym.grading.oracle import _oracles_dir, _read_lines
 
     latest = {r["instance_id"]: r for f in _oracles_dir().iterdir() if f.name.endswith(".jsonl.gz")
               for r in _read_lines(f.read_bytes())}  # a later record of a task replaces an earlier one
@@ -368,7 +370,7 @@ def test_no_recorded_task_had_a_gold_test_change_outcome_under_recording():
 
 
 def test_partial_credit_counts_the_oracle_calls_that_agree():
-    from frog_gym.grading import GradeReport, ResolvedStatus
+    from frog_gym.grading.grade import GradeReport, ResolvedStatus
 
     r = GradeReport(ResolvedStatus.FULL, {}, {"success": ["a"], "failure": []}, {"success": ["b"], "failure": []},
                     1, 0.0, oracle={"calls": 4, "matched": 3, "passed": False, "mismatch": "m:f: call 2 of 4 ..."})

@@ -23,8 +23,8 @@ def test_wheel_installs_and_reads_registry_data(tmp_path):
     py = env_dir / "bin" / "python"
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True)
     code = ("import frog_gym, frog_gym.registry, frog_gym.generators, frog_gym.learners, frog_gym.leaderboard\n"
-            "from frog_gym.task import task_index, load_task\n"
-            "from frog_gym.spec import repo_names, load_repo\n"
+            "from frog_gym.catalog.task import task_index, load_task\n"
+            "from frog_gym.catalog.spec import repo_names, load_repo\n"
             "import gymnasium as gym\n"
             "print(frog_gym.__file__)\n"
             "print(len(task_index()), len(repo_names()), load_repo('inflection').path)\n"
@@ -42,7 +42,7 @@ def test_wheel_installs_and_reads_registry_data(tmp_path):
 
 def test_editable_install_reads_registry_data_from_the_tree():
     import frog_gym
-    from frog_gym.spec import load_repo
+    from frog_gym.catalog.spec import load_repo
 
     assert Path(frog_gym.__file__).resolve().is_relative_to(ROOT)
     assert Path(load_repo("inflection").path).resolve().is_relative_to(ROOT / "registry")

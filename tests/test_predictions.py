@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from frog_gym.harness import EpisodeResult
-from frog_gym.predictions import export_predictions
+from frog_gym.bench.harness import EpisodeResult
+from frog_gym.bench.predictions import export_predictions
 
 TASK = "inflection__handwritten-0001"  # 8 failing tests among 455, parametrized ids
 
@@ -33,13 +33,13 @@ def test_our_statuses_agree_with_swebench_log_parser_on_the_same_run(tmp_path):
     log_parsers = pytest.importorskip(
         "swebench.harness.log_parsers",
         reason="swebench is not installed (pip install 'frog-gym[swebench]'); it provides the reference parser")
-    from frog_gym.grading import TestStatus, test_files_of
+    from frog_gym.grading.runner import TestStatus, test_files_of
     from frog_gym.sandbox import make_sandbox
     from frog_gym.sandbox.base import Limits
-    from frog_gym.snapshot import prepare
-    from frog_gym.spec import load_repo
-    from frog_gym.task import load_task
-    from frog_gym.workspace import Workspace, template_for
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.catalog.spec import load_repo
+    from frog_gym.catalog.task import load_task
+    from frog_gym.sandbox.workspace import Workspace, template_for
 
     task = load_task(TASK)
     repo = prepare(load_repo(task.repo))

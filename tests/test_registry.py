@@ -17,11 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from frog_gym import onboarding, snapshot
+from frog_gym.generators import onboarding
+
+from frog_gym.catalog import snapshot
 from frog_gym.cli import main
 from frog_gym.errors import HashMismatchError, OfflineError, RefusedError, SourceError
-from frog_gym.onboarding import AddOptions, add, changed_specs, infer_exclude, infer_import_paths, infer_mutable, infer_tests
-from frog_gym.spec import load_repo_file, parse_repo
+from frog_gym.generators.onboarding import AddOptions, add, changed_specs, infer_exclude, infer_import_paths, infer_mutable, infer_tests
+from frog_gym.catalog.spec import load_repo_file, parse_repo
 
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
@@ -395,7 +397,7 @@ def test_add_installs_the_declared_test_extra_and_names_collection_errors(tmp_pa
 
 
 def test_show_reports_skipped_tests(capsys):
-    from frog_gym.spec import load_repo
+    from frog_gym.catalog.spec import load_repo
 
     assert main(["registry", "show", "humanize"]) == 0
     m = load_repo("humanize").measured

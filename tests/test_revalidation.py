@@ -13,8 +13,8 @@ import gymnasium as gym
 import pytest
 
 import frog_gym  # noqa: F401 (registers FrogSWE-v0)
-from frog_gym.grading import patch_files
-from frog_gym.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks, registered_task_ids
+from frog_gym.grading.runner import patch_files
+from frog_gym.catalog.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks, registered_task_ids
 
 VALID = "iniconfig__combo2-da5deb2e"
 OTHER = "inflection__wrong_variable-a7636217"

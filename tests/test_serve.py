@@ -15,7 +15,7 @@ import pytest
 
 openenv = pytest.importorskip("openenv.core", reason="the 'openenv' extra is not installed")
 
-from frog_gym.toolspec import openai_tools
+from frog_gym.env.toolspec import openai_tools
 
 TOKEN = "test-token-0123456789abcdef"
 TOY = "frogtoy__handwritten-0001"

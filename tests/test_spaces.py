@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium.vector.utils import create_shared_memory, read_from_shared_memory, write_to_shared_memory
 
 import frog_gym  # noqa: F401  (registers the envs)
-from frog_gym.spaces import UnicodeText
+from frog_gym.env.spaces import UnicodeText
 
 TASK = "inflection__handwritten-0001"
 

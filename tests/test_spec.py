@@ -10,7 +10,7 @@ import pytest
 
 from frog_gym.cli import main
 from frog_gym.errors import SourceError, SpecError
-from frog_gym.spec import (REPO_SCHEMA, check_python, load_repo, load_repo_file, parse_repo, python_problem,
+from frog_gym.catalog.spec import (REPO_SCHEMA, check_python, load_repo, load_repo_file, parse_repo, python_problem,
                            repo_names, schema_doc)
 
 GIT = {"git": "/tmp/nowhere", "commit": "0" * 40}

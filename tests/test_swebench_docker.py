@@ -11,13 +11,13 @@ import tarfile
 import pytest
 
 from frog_gym.sandbox import images
-from frog_gym.snapshot import git_commit_tree, prepare
-from frog_gym.spec import load_repo
+from frog_gym.catalog.snapshot import git_commit_tree, prepare
+from frog_gym.catalog.spec import load_repo
 
 pytestmark = pytest.mark.docker
 pytest.importorskip("swebench", reason="the swebench extra is not installed (pip install 'frog-gym[swebench]')")
 
-from frog_gym.swebench_docker import SWEBenchEnv, load_instances  # noqa: E402
+from frog_gym.env.swebench_docker import SWEBenchEnv, load_instances  # noqa: E402
 
 BUGGY = "def add(a, b):\n    return abs(a) + b\n"
 TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"

@@ -18,13 +18,13 @@ import pytest
 
 from frog_gym import paths
 from frog_gym.generators import interop
-from frog_gym.grading import GradeReport, grade
+from frog_gym.grading.grade import GradeReport, grade
 from frog_gym.sandbox import Limits, make_sandbox
-from frog_gym.live import task_spec
-from frog_gym.snapshot import prepare
-from frog_gym.spec import load_repo, repo_names
-from frog_gym.task import Task, load_task, task_index
-from frog_gym.workspace import Workspace, apply_patch, template_for
+from frog_gym.catalog.live import task_spec
+from frog_gym.catalog.snapshot import prepare
+from frog_gym.catalog.spec import load_repo, repo_names
+from frog_gym.catalog.task import Task, load_task, task_index
+from frog_gym.sandbox.workspace import Workspace, apply_patch, template_for
 
 swebench = pytest.importorskip("swebench", reason="the 'swebench' extra: pip install 'frog-gym[swebench]'")
 from swebench.harness.grading import get_eval_report  # noqa: E402
@@ -97,7 +97,7 @@ def test_raw_logs_parity_on_tasks_with_spaced_ids(tmp_path):
 
 def test_a_log_cannot_spoof_results_from_pytest_output(tmp_path):
     """Output of the code under test that prints SWE-bench's markers is defused in the raw log."""
-    from frog_gym.grading import RunResult, TestStatus, write_test_log
+    from frog_gym.grading.runner import RunResult, TestStatus, write_test_log
 
     ids = ("t.py::test_a",)
     fake = ">>>>> Start Test Output\nok 1 t.py::test_a\n>>>>> End Test Output\n"

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from frog_gym.toolcalls import (
+from frog_gym.env.toolcalls import (
     ToolCall,
     assistant_message,
     parse_tool_calls,
@@ -25,8 +25,8 @@ from frog_gym.toolcalls import (
     template_family,
     tool_message,
 )
-from frog_gym.tools import ActionError, Call, parse_action
-from frog_gym.toolspec import TOOLS, openai_tools
+from frog_gym.env.tools import ActionError, Call, parse_action
+from frog_gym.env.toolspec import TOOLS, openai_tools
 
 DATA = Path(__file__).parent / "learners" / "data" / "tokenizers"
 FAMILIES = {"qwen2.5": "hermes", "qwen3": "hermes", "llama3.2": "llama3"}

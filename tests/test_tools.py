@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from frog_gym.tools import ActionError, Call, FileTools, SafeFS, parse_action
-from frog_gym.toolspec import TOOLS
+from frog_gym.env.tools import ActionError, Call, FileTools, SafeFS, parse_action
+from frog_gym.env.toolspec import TOOLS
 
 json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
                            lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),

@@ -467,7 +467,7 @@ _BEHAVIOUR_SLOTS = (
     "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__", "__contains__",
     "__format__", "__add__", "__radd__", "__iadd__", "__rsub__", "__rmul__", "__rmod__", "__rtruediv__", "__ror__",
     "__rand__", "__index__", "__instancecheck__", "__subclasscheck__")
-"""frog_gym.integrity.BEHAVIOUR_SLOTS (this plugin imports nothing of frog_gym; a test keeps the two equal)."""
+"""frog_gym.grading.integrity.BEHAVIOUR_SLOTS (this plugin imports nothing of frog_gym; a test keeps the two equal)."""
 
 
 # -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
@@ -1017,8 +1017,7 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                     if generated:  # a dataclass's or attrs' method: its class's module's
                         mod = [v for k, v in dict_of(cls).items() if type_(k) is str_type and k == "__module__"]
                         where = file_of(mod[0]) if mod and type_(mod[0]) is str_type else None
-                        if where is None:
-                            out.append(f"code under test gave {cq or 'a class'} a {name} compiled from a string")
+                        if where is None:  # no loaded module's (attrs' tests make classes of made-up modules)
                             continue
                     rel = where[len_(prefix):] if where.startswith(prefix) else None
                     own = changed.get(rel) if rel is not None else None

@@ -1,4 +1,4 @@
-"""The parent of a grading fork server; runs inside the bubblewrap sandbox (see frog_gym.grading_server).
+"""The parent of a grading fork server; runs inside the bubblewrap sandbox (see frog_gym.grading.server).
 
 It imports pytest and the venv's test dependencies (the preload list, each import checked: nothing may come
 from ``/testbed``, nor be a module the package under test owns) with ``/testbed`` off ``sys.path`` and the

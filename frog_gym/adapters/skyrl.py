@@ -6,7 +6,7 @@ optionally ``env_id`` and ``env_kwargs``, which override ``env_config``: skyrl-t
 ``env_config`` to an env class it does not know), calls ``init(prompt)`` for the first conversation, then
 ``step(model_text)`` until ``done``; each step returns ``BaseTextEnvStepOutput`` (new messages, reward,
 done, metadata). :class:`FrogSWESkyRLEnv` runs a :class:`~frog_gym.env.FrogSWEEnv` episode under that
-contract: the model's text is read for native tool calls (:mod:`frog_gym.toolcalls`; give the model our
+contract: the model's text is read for native tool calls (:mod:`frog_gym.env.toolcalls`; give the model our
 tools with ``generator.chat_template_kwargs.tools``, see :mod:`frog_gym.adapters.skyrl_train`), each call is
 one env step answered by a ``role: "tool"`` message with the call's id; a reply without a well-formed call
 (a JSON tool call or fenced bash block in plain text, or a malformed call) is one env step whose output
@@ -39,7 +39,7 @@ from collections.abc import Generator, Mapping
 from typing import Any
 
 from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
-from frog_gym.toolcalls import reply_steps
+from frog_gym.env.toolcalls import reply_steps
 
 ENV_ID = "frog_swe"
 """The id :func:`register` gives the env in skyrl_gym's registry (SkyRL datasets name it as ``env_class``)."""

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym.errors import FrogGymError
-from frog_gym.toolspec import openai_tools
+from frog_gym.env.toolspec import openai_tools
 
 ENV_CLASS = "frog_swe"
 """The rows' ``env_class``: the id :func:`frog_gym.adapters.skyrl.register` gives the env."""

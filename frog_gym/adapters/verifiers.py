@@ -7,7 +7,7 @@ in the top-level module named by the taskset id (its ``__all__`` exports one ``T
 
 An episode is multi-turn and tool-driven, like verifiers' own engine-driven envs (TextArena, OpenEnv):
 the FrogSWE env runs host-side as the run's user. Its prompt (the problem statement and the tools) opens
-the exchange, and every request carries the tools as OpenAI schemas (:func:`frog_gym.toolspec.openai_tools`).
+the exchange, and every request carries the tools as OpenAI schemas (:func:`frog_gym.env.toolspec.openai_tools`).
 Each native tool call of a reply is one env step in the episode's sandbox, answered by a ``role: "tool"``
 message with the call's id; a reply without calls (a JSON tool call or a fenced bash block in its text) is
 one step whose output is the next user turn. This goes on until ``submit`` or the step budget; then the
@@ -46,7 +46,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
-from frog_gym.toolspec import openai_tools
+from frog_gym.env.toolspec import openai_tools
 
 try:
     import verifiers.v1 as vf
@@ -198,7 +198,7 @@ class FrogSWEVerifiersEnv(vf.Env[FrogSWEEnvConfig]):
         import gymnasium as gym
 
         import frog_gym  # noqa: F401  (registers the envs)
-        from frog_gym.env import in_thread
+        from frog_gym.env.core import in_thread
 
         info = task.data.info
         # The env's async API: verifiers runs many episodes on one event loop, and a step waiting on its command

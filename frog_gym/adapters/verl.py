@@ -12,7 +12,7 @@ verl's workers find the class through the YAML file set as
 
 :class:`FrogSWEAgentLoop` plays one FrogSWE episode per row: the env's prompt is the user turn, rendered
 with our tools as OpenAI schemas (``tools=openai_tools()``) by verl's own token builder, the family's chat
-template; each reply is read for native tool calls (:mod:`frog_gym.toolcalls`: Qwen's ``<tool_call>``,
+template; each reply is read for native tool calls (:mod:`frog_gym.env.toolcalls`: Qwen's ``<tool_call>``,
 Llama's JSON), each call is one env step answered by a ``role: "tool"`` message with the call's id, whose
 tokens verl appends with mask 0. The episode ends at ``submit``, at the env's budget, or when the turns
 (``max_turns``) or verl's ``response_length`` run out, and then the state is graded as it stands: the graded
@@ -46,8 +46,8 @@ from typing import Any
 from uuid import uuid4
 
 from frog_gym.errors import FrogGymError, SandboxError, SandboxUnavailableError
-from frog_gym.toolcalls import assistant_message, astep_reply, parse_tool_calls
-from frog_gym.toolspec import openai_tools
+from frog_gym.env.toolcalls import assistant_message, astep_reply, parse_tool_calls
+from frog_gym.env.toolspec import openai_tools
 
 try:
     from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput

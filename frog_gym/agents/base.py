@@ -1,7 +1,7 @@
 """The `Agent` protocol: given the prompt and each observation, return the next action.
 
 An action is what :meth:`frog_gym.env.FrogSWEEnv.step` accepts: a dict ``{"tool": NAME, **args}`` (see
-:mod:`frog_gym.toolspec`) or the model's raw text. Agents keep their own conversation state.
+:mod:`frog_gym.env.toolspec`) or the model's raw text. Agents keep their own conversation state.
 
 Example:
     >>> class Submitter:

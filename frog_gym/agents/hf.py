@@ -27,7 +27,7 @@ from typing import Any
 
 from frog_gym.agents.base import Action, AgentStats
 from frog_gym.errors import FrogGymError
-from frog_gym.toolcalls import answers_a_call
+from frog_gym.env.toolcalls import answers_a_call
 
 _U, _A, _C = "\x01frog-user\x01", "\x01frog-reply\x01", "\x01frog-next\x01"  # sentinels, never in real text
 
@@ -75,7 +75,7 @@ class ChatFormat:
         """The layout of the tokenizer's chat template, found by rendering sentinel messages; the default
         layout when the tokenizer has no template.
 
-        With ``tools`` (OpenAI schemas, :func:`frog_gym.toolspec.openai_tools`), the template renders them
+        With ``tools`` (OpenAI schemas, :func:`frog_gym.env.toolspec.openai_tools`), the template renders them
         where the family expects them (``first`` then holds Qwen's ``# Tools`` system block, or Llama's
         function list in the first user turn) and the layout of a ``role: "tool"`` message is read too
         (``tool_between``, ``tool_reply``); a template that ignores ``tools`` gives the plain layout.
@@ -467,7 +467,7 @@ class HFAgent:
         if isinstance(model, HFPolicy):
             self.policy = model
         else:
-            from frog_gym.toolspec import openai_tools
+            from frog_gym.env.toolspec import openai_tools
 
             sampling = Sampling(temperature, top_p, max_new_tokens, max_context_tokens)
             self.policy = HFPolicy.from_pretrained(model, sampling, dtype=dtype, device=device,

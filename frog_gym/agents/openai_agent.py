@@ -2,7 +2,7 @@
 
 The agent keeps the conversation: a system prompt, the task prompt as the first user message, then each
 model reply and each observation. In ``native`` tool mode it sends ``tools=`` built from
-:data:`frog_gym.toolspec.TOOLS` and turns the reply's ``tool_calls`` into action dicts, answering each
+:data:`frog_gym.env.toolspec.TOOLS` and turns the reply's ``tool_calls`` into action dicts, answering each
 call with a ``tool`` message; in ``text`` mode the system prompt describes the text protocol and the raw
 reply is the action, which the env parses. ``auto`` starts native and falls back to text for good when
 the server shows it cannot do tool calls.
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frog_gym.agents.base import Action, AgentStats
-from frog_gym.toolspec import TOOLS
+from frog_gym.env.toolspec import TOOLS
 
 TOOL_MODES = ("native", "text", "auto")
 

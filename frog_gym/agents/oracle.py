@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from frog_gym.task import load_task
+from frog_gym.catalog.task import load_task
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 

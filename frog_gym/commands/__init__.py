@@ -1,5 +1,9 @@
 """Subcommands of the ``frog-gym`` CLI: name -> module with ``HELP``, ``configure(parser)``, ``run(args)``.
 
+May import: frog_gym, frog_gym.errors, frog_gym.paths, frog_gym.catalog, frog_gym.sandbox, frog_gym.grading,
+frog_gym.env, frog_gym.curriculum, frog_gym.agents, frog_gym.bench, frog_gym.adapters, frog_gym.generators,
+frog_gym.learners, frog_gym.leaderboard, frog_gym.serve.
+
 Modules import their heavy dependencies inside ``run`` so that ``frog-gym --help`` stays fast.
 """
 

@@ -38,8 +38,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from frog_gym.agents.registry import parse_options
-    from frog_gym.bench import bench
-    from frog_gym.harness import HarnessSpec
+    from frog_gym.bench.runner import bench
+    from frog_gym.bench.harness import HarnessSpec
 
     overrides = {k: v for k, v in (("max_steps", args.max_steps), ("samples_per_task", args.samples),
                                    ("backend", args.backend), ("visible_tests", args.visible_tests))

@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
 
     import frog_gym  # noqa: F401  (registers the envs)
     from frog_gym.agents.oracle import hunks
-    from frog_gym.task import load_task
+    from frog_gym.catalog.task import load_task
 
     task = load_task(args.task)
     print(f"frog-gym demo: task {task.instance_id} in {task.repo} {task.version} "

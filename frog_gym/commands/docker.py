@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         if args.base:
             names: list[str] = []
         elif args.all:
-            from frog_gym.spec import repo_names
+            from frog_gym.catalog.spec import repo_names
 
             names = sorted(repo_names())
         elif args.repo:
@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
         start = time.monotonic()
         tag, hit = images.build_base(client, force=args.force)
         print(f"{tag:44} {'cached' if hit else 'built'} {time.monotonic() - start:6.1f} s")
-        from frog_gym.snapshot import prepare
-        from frog_gym.spec import load_repo
+        from frog_gym.catalog.snapshot import prepare
+        from frog_gym.catalog.spec import load_repo
 
         for name in names:
             start = time.monotonic()

@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     from frog_gym.errors import UsageError, did_you_mean
     from frog_gym.generators import interop
     from frog_gym.paths import check_writable
-    from frog_gym.spec import repo_names
+    from frog_gym.catalog.spec import repo_names
 
     for r in args.repo or ():
         if r not in repo_names():

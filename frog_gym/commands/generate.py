@@ -36,7 +36,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from frog_gym.generators import synthesis
-    from frog_gym.spec import load_repo, repo_names
+    from frog_gym.catalog.spec import load_repo, repo_names
 
     names = list(repo_names()) if args.all else args.repos
     if not names:

@@ -31,8 +31,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from frog_gym.generators import mine
-    from frog_gym.live import check_date
-    from frog_gym.spec import load_repo, repo_names
+    from frog_gym.catalog.live import check_date
+    from frog_gym.catalog.spec import load_repo, repo_names
 
     if args.since:
         try:

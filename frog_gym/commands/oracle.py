@@ -53,7 +53,7 @@ def _folder(out: Path | None) -> Path:
 
 
 def _existing(folder: Path) -> dict[str, dict]:
-    from frog_gym.oracle import _read_lines
+    from frog_gym.grading.oracle import _read_lines
 
     out: dict[str, dict] = {}
     for f in sorted(folder.glob("*.jsonl.gz")):
@@ -63,9 +63,9 @@ def _existing(folder: Path) -> dict[str, dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from frog_gym.live import is_live
-    from frog_gym.oracle import RECORDER_VERSION, append_record, compact, record_task, task_digest
-    from frog_gym.task import load_task, task_index
+    from frog_gym.catalog.live import is_live
+    from frog_gym.grading.oracle import RECORDER_VERSION, append_record, compact, record_task, task_digest
+    from frog_gym.catalog.task import load_task, task_index
 
     folder = _folder(args.out)
     if args.action == "compact":

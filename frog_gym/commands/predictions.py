@@ -15,7 +15,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from frog_gym.predictions import export_predictions
+    from frog_gym.bench.predictions import export_predictions
 
     n = export_predictions(args.run, args.out, args.model_name, args.sample)
     print(f"wrote {n} prediction(s) to {args.out}")

@@ -106,7 +106,7 @@ class _Bar:
 
 
 def _task_counts() -> dict[str, int]:
-    from frog_gym.task import task_index
+    from frog_gym.catalog.task import task_index
 
     counts: dict[str, int] = {}
     for file_name, _ in task_index().values():
@@ -136,7 +136,7 @@ def _summary(spec: Any, tasks: dict[str, int]) -> dict[str, Any]:
 
 def _add(args: argparse.Namespace) -> int:
     from frog_gym.errors import RefusedError
-    from frog_gym.onboarding import AddOptions, add
+    from frog_gym.generators.onboarding import AddOptions, add
 
     env = {}
     for kv in args.env:
@@ -162,7 +162,7 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from frog_gym.spec import load_repo, repo_names
+    from frog_gym.catalog.spec import load_repo, repo_names
 
     tasks = _task_counts()
     rows = [_summary(load_repo(n), tasks) for n in repo_names()]
@@ -185,8 +185,8 @@ def _list(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from frog_gym import paths
-    from frog_gym.snapshot import venv_key
-    from frog_gym.spec import load_spec
+    from frog_gym.catalog.snapshot import venv_key
+    from frog_gym.catalog.spec import load_spec
 
     spec = load_spec(args.name)
     home = paths.home()
@@ -215,7 +215,7 @@ def _spec_dict(spec: Any) -> dict[str, Any]:
 def _validate(args: argparse.Namespace) -> int:
     import random
 
-    from frog_gym.onboarding import plan, validate_many
+    from frog_gym.generators.onboarding import plan, validate_many
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
     required, optional = plan(args.names, args.changed_since, args.sample, seed)
@@ -243,7 +243,7 @@ def _validate(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     action = getattr(args, "registry_command", None)
     if action == "schema":
-        from frog_gym.spec import schema_doc
+        from frog_gym.catalog.spec import schema_doc
 
         print(schema_doc())
         return 0

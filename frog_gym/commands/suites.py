@@ -14,7 +14,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from frog_gym.suites import SUITES, resolve, tier_counts
+    from frog_gym.bench.suites import SUITES, resolve, tier_counts
 
     if args.name:
         suite = resolve(args.name)

@@ -42,8 +42,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from frog_gym.errors import UsageError, did_you_mean
-    from frog_gym.spec import repo_names
-    from frog_gym.task import load_task, task_index
+    from frog_gym.catalog.spec import repo_names
+    from frog_gym.catalog.task import load_task, task_index
 
     if args.repo and args.repo not in repo_names():
         raise UsageError(f"--repo: no repository '{args.repo}'.{did_you_mean(args.repo, repo_names())} "
@@ -72,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
         return _dedupe(ids)
     if args.drop_ungradable:
         from frog_gym.generators.validate import drop_ungradable
-        from frog_gym.live import is_live
-        from frog_gym.task import refresh_tasks
+        from frog_gym.catalog.live import is_live
+        from frog_gym.catalog.task import refresh_tasks
 
         for name in sorted({task_index()[i][0] for i in ids if not is_live(i)}):  # FrogLive's: graded when mined
             counts = drop_ungradable(_task_path(name))
@@ -83,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
     if args.restate or args.hide_tests:
         from frog_gym.generators.hidden import hide_tests_file
         from frog_gym.generators.restate import restate_file
-        from frog_gym.live import is_live
-        from frog_gym.task import refresh_tasks
+        from frog_gym.catalog.live import is_live
+        from frog_gym.catalog.task import refresh_tasks
 
         rewrite = restate_file if args.restate else hide_tests_file
         # FrogLive's hidden tests are the fix's own test changes, set when mined on the release before it
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         if table:
             print(table)
         return 0
-    from frog_gym.oracle import coverage
+    from frog_gym.grading.oracle import coverage
 
     for iid in ids:
         t = load_task(iid)
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check(ids: list[str]) -> int:
     from frog_gym.generators.statement_check import check_task
-    from frog_gym.task import load_task
+    from frog_gym.catalog.task import load_task
 
     kinds: Counter = Counter()
     bad = 0
@@ -155,8 +155,8 @@ def _task_path(name: str):  # noqa: ANN202 (a Path)
 
 def _dedupe(ids: list[str]) -> int:
     from frog_gym.generators import dedupe
-    from frog_gym.generators.synthesis import read_existing, rewrite_task_file
-    from frog_gym.task import refresh_tasks, task_index
+    from frog_gym.generators.taskfiles import read_existing, rewrite_task_file
+    from frog_gym.catalog.task import refresh_tasks, task_index
 
     total = kept = 0
     for name in sorted({task_index()[i][0] for i in ids}):

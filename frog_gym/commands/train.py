@@ -141,7 +141,7 @@ def _prior_line(agent: str, pool: list[str], featured: int, measured: int) -> st
     if measured:
         return line
     from frog_gym.errors import did_you_mean
-    from frog_gym.task import load_task, task_index
+    from frog_gym.catalog.task import load_task, task_index
 
     index = task_index()
     others = sorted({a for t in pool if t in index for a in load_task(t).solve_rates})
@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
                                  reference_pass_rates=references, synthesizer=synthesizer)
     print(_prior_line(args.prior_agent, pool, len(features), len(references)))
     if args.ray is not None:
-        from frog_gym.distributed import connect
+        from frog_gym.bench.distributed import connect
 
         connect(args.ray)  # an unreachable address, a wrong token or a missing extra: one line, exit 2
     options = LearnerOptions(model=args.model, env_id=args.env, seed=args.seed, ray=args.ray, group_size=args.group_size,
@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         learner.close()
         curriculum.close()
         if args.ray is not None:
-            from frog_gym.distributed import close_pools
+            from frog_gym.bench.distributed import close_pools
 
             close_pools()
         if synthesizer is not None and hasattr(synthesizer, "close"):
@@ -205,7 +205,7 @@ def make_synthesizer(name: str, pool: list[str], out: Path, seed: int) -> Any:
         return None
     if name == "mutation":
         from frog_gym.generators.online import make_synthesizer as mutation
-        from frog_gym.task import load_task
+        from frog_gym.catalog.task import load_task
 
         repos = sorted({load_task(t).repo for t in pool})
         return mutation(repos, out / "synthesized", seed=seed)

@@ -1,4 +1,9 @@
-"""Sandbox backends behind one protocol (:class:`~frog_gym.sandbox.base.Sandbox`).
+"""Where the agent's code runs, and the host's hands on what it touched: sandboxes, workspaces, leak reaping.
+
+May import: frog_gym.errors, frog_gym.paths, frog_gym.catalog.
+
+Sandbox backends share one protocol (:class:`~frog_gym.sandbox.base.Sandbox`); :mod:`.workspace` holds an
+episode's writable tree, handled as hostile; :mod:`.reaper` removes what dead drivers left behind.
 
 ``make_sandbox`` is the one place that picks a backend by name: ``"local"`` (bubblewrap, the default)
 or ``"docker"`` (the ``docker`` extra). Backends are imported lazily.
@@ -13,7 +18,7 @@ from frog_gym.errors import UnknownNameError
 from frog_gym.sandbox.base import AsyncSandbox, ExecResult, Limits, Sandbox
 
 if TYPE_CHECKING:
-    from frog_gym.snapshot import PreparedRepo
+    from frog_gym.catalog.snapshot import PreparedRepo
 
 BACKENDS = ("local", "docker")
 

@@ -74,7 +74,7 @@ class Sandbox(Protocol):
     """An isolated place to run an episode's commands.
 
     ``root`` is the repository root as seen inside the sandbox. ``host_root`` is the workspace on the
-    driver's side, where file tools read and write (through :mod:`frog_gym.workspace`'s safe helpers).
+    driver's side, where file tools read and write (through :mod:`frog_gym.sandbox.workspace`'s safe helpers).
     """
 
     root: str

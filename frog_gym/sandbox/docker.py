@@ -49,7 +49,7 @@ from frog_gym.sandbox.images import SANDBOX_UID, docker_client, image_for
 from frog_gym.sandbox.local import _Capture, base_env
 
 if TYPE_CHECKING:
-    from frog_gym.snapshot import PreparedRepo
+    from frog_gym.catalog.snapshot import PreparedRepo
 
 TESTBED = "/testbed"
 LABEL = "frog-gym"

@@ -10,12 +10,12 @@ Two layers, each tagged by a hash of its content, so a rebuild of unchanged cont
   shares the base layer. The workspace is not in the image: the sandbox bind-mounts it at ``/testbed``.
 
 The hash is over what goes in (paths, sizes, modification times, modes, link targets, and the venv's
-:func:`~frog_gym.snapshot.venv_key`), not over the built image, whose id also covers a creation time.
+:func:`~frog_gym.catalog.snapshot.venv_key`), not over the built image, whose id also covers a creation time.
 :func:`image_digest` gives the built image's id for the harness spec.
 
 Example:
-    >>> from frog_gym.snapshot import prepare
-    >>> from frog_gym.spec import load_repo
+    >>> from frog_gym.catalog.snapshot import prepare
+    >>> from frog_gym.catalog.spec import load_repo
     >>> tag = image_for(prepare(load_repo("inflection")))  # doctest: +SKIP
     >>> tag.startswith("frog-gym-inflection:")  # doctest: +SKIP
     True
@@ -44,7 +44,7 @@ from frog_gym import paths
 from frog_gym.errors import SandboxError, SandboxUnavailableError
 
 if TYPE_CHECKING:
-    from frog_gym.snapshot import PreparedRepo
+    from frog_gym.catalog.snapshot import PreparedRepo
 
 RECIPE = 1
 """Bumped whenever what goes into an image changes in a way the content hash cannot see."""
@@ -349,7 +349,7 @@ def build_base(client: Any | None = None, force: bool = False) -> tuple[str, boo
 
 def repo_tag(repo: PreparedRepo) -> str:
     """The tag of ``repo``'s image: a hash of the base's tag, the venv's key and the venv's path."""
-    from frog_gym.snapshot import venv_key
+    from frog_gym.catalog.snapshot import venv_key
 
     h = hashlib.sha256(f"{RECIPE}\0{base_tag()}\0{venv_key(repo.spec)}\0{repo.venv}".encode()).hexdigest()[:16]
     return f"frog-gym-{repo.spec.name}:{h}"
@@ -398,8 +398,8 @@ def image_digest(repo: PreparedRepo | str | None, client: Any | None = None) -> 
     if isinstance(repo, str):
         if ":" in repo or "/" in repo:
             return str(client.images.get(repo).id)
-        from frog_gym.snapshot import prepare
-        from frog_gym.spec import load_repo
+        from frog_gym.catalog.snapshot import prepare
+        from frog_gym.catalog.spec import load_repo
 
         repo = prepare(load_repo(repo))
     return str(client.images.get(image_for(repo, client)).id)

@@ -328,7 +328,7 @@ class LocalSandbox(ClosingOnExit):
         self._budget_from_here = True
         self.restarts = 0
         if isolated:
-            from frog_gym.reaper import reap_once
+            from frog_gym.sandbox.reaper import reap_once
 
             reap_once()
         _OPEN.add(self)

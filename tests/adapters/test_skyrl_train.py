@@ -20,7 +20,7 @@ skyrl_gym = pytest.importorskip("skyrl_gym", reason="the 'skyrl' extra is not in
 
 from frog_gym.adapters.skyrl_train import DEFAULTS, ENV_CLASS, build_dataset, main, overrides
 from frog_gym.errors import FrogGymError
-from frog_gym.toolspec import openai_tools
+from frog_gym.env.toolspec import openai_tools
 
 TASK = "frogtoy__handwritten-0002"
 QWEN3 = Path(__file__).parents[1] / "learners" / "data" / "tokenizers" / "qwen3" / "tokenizer_config.json"

@@ -58,7 +58,7 @@ def test_a_scripted_rollout_fixes_the_bug_and_is_rewarded(monkeypatch):
 
 def test_requests_carry_the_tools_and_native_calls_are_answered_by_tool_messages(monkeypatch):
     from frog_gym.agents.oracle import OracleAgent
-    from frog_gym.toolspec import openai_tools
+    from frog_gym.env.toolspec import openai_tools
 
     oracle = OracleAgent()
     oracle.reset("", {"task_id": TOY})

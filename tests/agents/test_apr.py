@@ -10,8 +10,8 @@ import pytest
 
 from frog_gym.agents.apr import AprAgent, candidates_for, repro_tests, reproductions, statement_names, transition
 from frog_gym.agents.base import Agent
-from frog_gym.bench import bench
-from frog_gym.harness import HarnessSpec
+from frog_gym.bench.runner import bench
+from frog_gym.bench.harness import HarnessSpec
 
 SOLVABLE = ["frogtoy__handwritten-0004", "toolz__handwritten-0004"]  # a flipped `<`; `n + 1` for `n`
 UNSOLVABLE = ["frogtoy__handwritten-0003"]  # `e + f` for `e * f`: no local edit of ours undoes it

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from frog_gym.agents.miniswe import SUBMIT_MARKER, MiniSweAgentAdapter, parse_bash_observation
-from frog_gym.harness import HarnessSpec, run_episode
+from frog_gym.bench.harness import HarnessSpec, run_episode
 
 TASK = "frogtoy__handwritten-0004"  # `return g > h` should be `return g < h`
 
@@ -96,7 +96,7 @@ def test_real_default_agent_with_each_shipped_config_applies_the_gold_fix(config
     from minisweagent.models.test_models import make_output
 
     from frog_gym.agents.miniswe import load_config, mini_swe_agent
-    from frog_gym.task import load_task
+    from frog_gym.catalog.task import load_task
 
     cfg = load_config(config)
     assert "{{" in cfg["agent"]["system_template"] + cfg["agent"]["instance_template"]

@@ -24,7 +24,7 @@ from frog_gym.agents.openai_agent import (
     OpenAIAgentConfig,
     _retry_after,
 )
-from frog_gym.toolspec import TOOLS
+from frog_gym.env.toolspec import TOOLS
 
 PROMPT = "Fix the failing test in tests/test_math.py."
 

@@ -14,13 +14,13 @@ HERE = Path(__file__).resolve().parent
 @pytest.fixture(scope="module")
 def local_ray():
     ray = pytest.importorskip("ray", reason="the 'ray' extra is not installed: pip install 'frog-gym[ray]'")
-    from frog_gym.distributed import connect
+    from frog_gym.bench.distributed import connect
 
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), old) if p)
     connect(None, num_cpus=2, object_store_mb=80)
     yield ray
-    from frog_gym.distributed import close_pools
+    from frog_gym.bench.distributed import close_pools
 
     close_pools()
     ray.shutdown()

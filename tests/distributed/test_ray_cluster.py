@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from frog_gym.bench import load_results
+from frog_gym.bench.runner import load_results
 
 pytest.importorskip("ray", reason="the 'ray' extra is not installed: pip install 'frog-gym[ray]'")
 HERE = Path(__file__).resolve().parent

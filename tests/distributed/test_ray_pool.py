@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from frog_gym.bench import bench, load_results
-from frog_gym.harness import HarnessSpec
+from frog_gym.bench.runner import bench, load_results
+from frog_gym.bench.harness import HarnessSpec
 
 TOY = [f"frogtoy__handwritten-000{i}" for i in range(1, 5)]
 SLOW = "python:slow_agents:make"
@@ -45,7 +45,7 @@ def test_bench_on_ray_matches_the_local_pool_on_the_same_seeds(request, tmp_path
 
 
 def test_an_actor_killed_mid_episode_is_retried_elsewhere_not_scored(local_ray):
-    from frog_gym.distributed import PoolConfig, RayEnvPool
+    from frog_gym.bench.distributed import PoolConfig, RayEnvPool
 
     spec = HarnessSpec.for_suite(TOY[0])
     pool = RayEnvPool(PoolConfig(workers=1, spares=1, cpus_per_env=0.5), repos=["frogtoy"])
@@ -65,7 +65,7 @@ def test_an_actor_killed_mid_episode_is_retried_elsewhere_not_scored(local_ray):
 
 def test_remote_env_replays_the_episode_on_a_new_actor_when_its_actor_dies(local_ray):
     from frog_gym.agents.oracle import OracleAgent
-    from frog_gym.distributed import PoolConfig, RayEnvPool, RemoteEnv
+    from frog_gym.bench.distributed import PoolConfig, RayEnvPool, RemoteEnv
 
     pool = RayEnvPool(PoolConfig(workers=1, spares=1, cpus_per_env=0.5), repos=["frogtoy"])
     env = RemoteEnv(pool, "FrogSWE-Toy-v0", max_steps=8)
@@ -90,7 +90,7 @@ def test_one_actor_holds_four_episodes_stepping_at_once(local_ray, together):
     import asyncio
 
     from frog_gym.agents.oracle import OracleAgent
-    from frog_gym.distributed import PoolConfig, RayEnvPool, RemoteEnv
+    from frog_gym.bench.distributed import PoolConfig, RayEnvPool, RemoteEnv
 
     small = {"FROG_GYM_ASYNC_THREADS": "2", "FROG_GYM_SANDBOX_THREADS": "2"}
     pool = RayEnvPool(PoolConfig(workers=1, spares=0, cpus_per_env=0.5, episodes_per_actor=4, env_vars=small),
@@ -152,7 +152,7 @@ def test_one_actor_holds_four_episodes_stepping_at_once(local_ray, together):
 
 def test_both_episodes_of_a_killed_actor_are_replayed_on_one_replacement(local_ray):
     from frog_gym.agents.oracle import OracleAgent
-    from frog_gym.distributed import PoolConfig, RayEnvPool, RemoteEnv
+    from frog_gym.bench.distributed import PoolConfig, RayEnvPool, RemoteEnv
 
     pool = RayEnvPool(PoolConfig(workers=1, spares=1, cpus_per_env=0.5, episodes_per_actor=2), repos=["frogtoy"])
     envs = [RemoteEnv(pool, "FrogSWE-Toy-v0", max_steps=8) for _ in range(2)]
@@ -177,7 +177,7 @@ def test_both_episodes_of_a_killed_actor_are_replayed_on_one_replacement(local_r
 
 
 def test_env_actors_take_a_fraction_of_a_cpu_by_default(local_ray):
-    from frog_gym.distributed import PoolConfig, RayEnvPool
+    from frog_gym.bench.distributed import PoolConfig, RayEnvPool
 
     pool = RayEnvPool(PoolConfig(workers=5, spares=0), repos=["frogtoy"])  # 5 envs on a 2-CPU Ray
     try:
@@ -188,7 +188,7 @@ def test_env_actors_take_a_fraction_of_a_cpu_by_default(local_ray):
 
 
 def test_a_pool_the_cluster_cannot_hold_fails_at_once_saying_why(local_ray):
-    from frog_gym.distributed import PlacementError, PoolConfig, RayEnvPool
+    from frog_gym.bench.distributed import PlacementError, PoolConfig, RayEnvPool
 
     t = time.monotonic()
     with pytest.raises(PlacementError) as e:
@@ -199,7 +199,7 @@ def test_a_pool_the_cluster_cannot_hold_fails_at_once_saying_why(local_ray):
 
 
 def test_an_actor_that_finds_no_room_is_reported_with_the_resources(local_ray):
-    from frog_gym.distributed import PlacementError, PoolConfig, RayEnvPool
+    from frog_gym.bench.distributed import PlacementError, PoolConfig, RayEnvPool
 
     deadline = time.monotonic() + 60  # the CPUs of the actors the last test killed are released
     while local_ray.available_resources().get("CPU", 0.0) < 2 and time.monotonic() < deadline:
@@ -221,7 +221,7 @@ def test_an_actor_that_finds_no_room_is_reported_with_the_resources(local_ray):
 
 
 def test_a_sandbox_that_cannot_start_is_an_infrastructure_failure_not_scored(local_ray, tmp_path):
-    from frog_gym.distributed import PoolConfig, RayEnvPool
+    from frog_gym.bench.distributed import PoolConfig, RayEnvPool
 
     spec = HarnessSpec.for_suite(TOY[0]).replace(backend="docker")
     # The actors look for their Docker engine where none listens (CI starts one for the docker tests).
@@ -237,7 +237,7 @@ def test_a_sandbox_that_cannot_start_is_an_infrastructure_failure_not_scored(loc
 
 
 def test_remote_env_past_its_retries_ends_the_episode_as_an_infrastructure_failure(local_ray):
-    from frog_gym.distributed import PoolConfig, RayEnvPool, RemoteEnv
+    from frog_gym.bench.distributed import PoolConfig, RayEnvPool, RemoteEnv
 
     pool = RayEnvPool(PoolConfig(workers=1, spares=1, cpus_per_env=0.5, max_retries=0), repos=["frogtoy"])
     env = RemoteEnv(pool, "FrogSWE-Toy-v0", max_steps=8)

@@ -2,7 +2,7 @@
 --net``: only loopback exists).
 
 1. ``ray start --head --num-cpus 1`` and ``ray start --address HEAD --num-cpus 1``.
-2. A :class:`~frog_gym.distributed.RayEnvPool` of 4 actors at 0.5 CPU each (so the head alone cannot hold
+2. A :class:`~frog_gym.bench.distributed.RayEnvPool` of 4 actors at 0.5 CPU each (so the head alone cannot hold
    them) runs 4 oracle episodes; each result says the node it ran on.
 3. ``frog-gym bench --ray HEAD --workers 4 --cpus-per-env 0.5 --spares 0``, as ``docs/training.md`` writes it.
 
@@ -45,8 +45,8 @@ def main(out: Path) -> None:
                                       stdout=subprocess.DEVNULL, stderr=open(out / "second.log", "w")))
         wait_for(lambda: alive_nodes(address, dict(os.environ)) == 2, 120, "two nodes alive")
 
-        from frog_gym.distributed import PoolConfig, RayEnvPool, connect
-        from frog_gym.harness import HarnessSpec
+        from frog_gym.bench.distributed import PoolConfig, RayEnvPool, connect
+        from frog_gym.bench.harness import HarnessSpec
 
         ray_mod = connect(address)
         summary["nodes"] = sorted(n["NodeID"] for n in ray_mod.nodes() if n["Alive"])

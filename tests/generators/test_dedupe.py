@@ -7,7 +7,7 @@ import json
 
 from frog_gym.generators import dedupe
 from frog_gym.generators.harden import retire_paired
-from frog_gym.task import _tasks_dir
+from frog_gym.catalog.task import _tasks_dir
 
 
 def test_every_registered_task_file_is_free_of_redundancy():

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from frog_gym.bench import bench
+from frog_gym.bench.runner import bench
 from frog_gym.curriculum import CurriculumConfig, CurriculumState, prior_beta, prior_mean
 from frog_gym.generators.difficulty import breakdown, histogram, record_results, reference_pass_rates, tally
-from frog_gym.harness import HarnessSpec
-from frog_gym.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks, task_index
+from frog_gym.bench.harness import HarnessSpec
+from frog_gym.catalog.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks, task_index
 
 TASK = "inflection__handwritten-0002"
 
@@ -150,7 +150,7 @@ def test_breakdown_is_empty_without_measurements():
 
 
 def test_tally_refuses_mixed_harnesses_and_skips_infra_failures():
-    from frog_gym.harness import EpisodeResult
+    from frog_gym.bench.harness import EpisodeResult
 
     a = EpisodeResult("t", 0, 0, "apr", "f1", resolved=True)
     b = EpisodeResult("t", 1, 1, "apr", "f1", infra_failure="sandbox broke")
@@ -198,7 +198,7 @@ def test_cli_lists_the_tasks_an_agent_is_not_measured_on_as_a_suite_file(tmp_pat
 
 
 def test_every_registered_task_carries_the_reference_solve_rate():
-    from frog_gym.task import registered_task_ids
+    from frog_gym.catalog.task import registered_task_ids
 
     ids = registered_task_ids()  # the registry itself, not folders another test added
     missing = [i for i in ids if "apr" not in load_task(i).solve_rates]

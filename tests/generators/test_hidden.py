@@ -10,9 +10,9 @@ import pytest
 import frog_gym  # noqa: F401  (registers the envs)
 from frog_gym.agents.oracle import OracleAgent
 from frog_gym.generators.hidden import hidden_tests_patch, without_tests
-from frog_gym.harness import HarnessSpec
-from frog_gym.task import load_task, registered_task_ids
-from frog_gym.workspace import apply_patch
+from frog_gym.bench.harness import HarnessSpec
+from frog_gym.catalog.task import load_task, registered_task_ids
+from frog_gym.sandbox.workspace import apply_patch
 
 SRC = '''import pytest
 
@@ -134,9 +134,9 @@ def test_every_registered_task_hides_its_failing_tests():
 def test_every_stored_test_patch_is_what_the_hider_computes_today():
     # a partial test_patch leaves some failing tests visible: recompute each (FrogLive's are the fix's own
     # test changes on the release before it, set when mined) from the pristine snapshot
-    from frog_gym.live import is_live
-    from frog_gym.snapshot import snapshot_tree
-    from frog_gym.spec import load_repo
+    from frog_gym.catalog.live import is_live
+    from frog_gym.catalog.snapshot import snapshot_tree
+    from frog_gym.catalog.spec import load_repo
 
     trees: dict = {}
     stale = []

@@ -170,7 +170,7 @@ def test_releases_come_from_the_index_oldest_first_without_prereleases_or_yanked
 
 def test_a_release_is_fetched_pinned_by_the_index_sha256(index, tmp_path, monkeypatch):
     monkeypatch.setenv("FROG_GYM_HOME", str(tmp_path))
-    from frog_gym.spec import load_repo
+    from frog_gym.catalog.spec import load_repo
 
     spec = load_repo("semver")
     data = b"not really a tarball"
@@ -186,7 +186,7 @@ def test_a_release_is_fetched_pinned_by_the_index_sha256(index, tmp_path, monkey
 
 
 def test_pairs_are_newest_first_and_since_filters_by_release_date():
-    from frog_gym.spec import load_repo
+    from frog_gym.catalog.spec import load_repo
 
     rels = [mine.Release(v, f"x-{v}.tar.gz", "", "0" * 64, d) for v, d in
             [("1.0", "2024-01-01"), ("1.1", "2024-06-01"), ("1.2", "2025-02-01"), ("1.3", "2025-08-01")]]
@@ -237,8 +237,8 @@ def test_a_version_history_in_the_readme_counts_when_its_sole_entry_names_the_mo
 
 @pytest.mark.slow
 def test_mining_a_real_release_pair_yields_a_task_graded_with_its_hidden_tests(tmp_path):
-    from frog_gym.spec import load_repo
-    from frog_gym.task import load_tasks_file
+    from frog_gym.catalog.spec import load_repo
+    from frog_gym.catalog.task import load_tasks_file
 
     rels = {r.version: r for r in mine.list_releases("semver")}
     r = mine.mine_pair(load_repo("semver"), rels["3.0.2"], rels["3.0.4"], tasks_dir=tmp_path, runs=1)
@@ -268,7 +268,7 @@ def test_a_fix_follows_its_module_into_a_package(tmp_path):
 
 
 def test_a_release_pair_belongs_to_one_family(tmp_path, monkeypatch):
-    from frog_gym.spec import load_repo
+    from frog_gym.catalog.spec import load_repo
 
     monkeypatch.setenv("FROG_GYM_HOME", str(tmp_path))
     spec = load_repo("semver")

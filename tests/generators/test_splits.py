@@ -9,7 +9,7 @@ import pytest
 from frog_gym.errors import UsageError
 from frog_gym.generators import splits
 from frog_gym.generators.dedupe import site_key
-from frog_gym.task import load_task
+from frog_gym.catalog.task import load_task
 
 REWRITE = "rebuild it: python -m frog_gym.generators.splits --write"
 

@@ -14,7 +14,7 @@ from frog_gym.generators import statements
 from frog_gym.generators.restate import compose, recorded_failure
 from frog_gym.generators.statement_check import check_task, mutated_lines, problems
 from frog_gym.generators.testsource import Symbols, evidence_for_test, evidence_of
-from frog_gym.task import load_task, registered_task_ids
+from frog_gym.catalog.task import load_task, registered_task_ids
 
 LIB = '''"""Text helpers."""
 
@@ -169,7 +169,7 @@ def test_every_registered_statement_passes_the_checker():
 
 
 def test_compose_falls_back_when_a_writer_leaks(tree):
-    from frog_gym.spec import load_repo_file
+    from frog_gym.catalog.spec import load_repo_file
 
     spec_file = tree / "textkit.toml"
     spec_file.write_text('name = "textkit"\n[source]\ngit = "registry:toy/frogtoy"\ncommit = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"\n'

@@ -21,13 +21,14 @@ from gymnasium.utils.env_checker import check_env
 import frog_gym  # noqa: F401  (registers the envs)
 from frog_gym.generators import coverage_map, dedupe, interop, statements
 from frog_gym.generators.statement_check import problems, symbols_of
-from frog_gym.generators.synthesis import GENERATOR, GenerateConfig, generate, read_existing
+from frog_gym.generators.synthesis import GENERATOR, GenerateConfig, generate
+from frog_gym.generators.taskfiles import read_existing
 from frog_gym.generators.validate import validate
-from frog_gym.grading import run_tests
-from frog_gym.snapshot import prepare
-from frog_gym.spec import load_repo_file
-from frog_gym.task import load_task, task_index
-from frog_gym.workspace import Change, Workspace, apply_patch
+from frog_gym.grading.runner import run_tests
+from frog_gym.catalog.snapshot import prepare
+from frog_gym.catalog.spec import load_repo_file
+from frog_gym.catalog.task import load_task, task_index
+from frog_gym.sandbox.workspace import Change, Workspace, apply_patch
 
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
@@ -244,8 +245,8 @@ def test_generate_end_to_end_is_seeded_and_resumable(fixture_repo, tmp_path):
         assert {"family", "n_sites", "files_touched", "fail_to_pass", "statement_level", "function_lines",
                 "test_files", "direct_import"} <= set(t["features"])
         assert all(s["lineno"] != untested for s in t["provenance"]["sites"])  # only covered lines mutate
-    # each accepted task's behavioural oracle was recorded beside the task folder (frog_gym.oracle)
-    from frog_gym.oracle import _read_lines
+    # each accepted task's behavioural oracle was recorded beside the task folder (frog_gym.grading.oracle)
+    from frog_gym.grading.oracle import _read_lines
 
     oracles = {r["instance_id"]: r for r in _read_lines((tmp_path / "oracles" / "calcfixture.jsonl.gz").read_bytes())}
     assert {t["instance_id"] for t in tasks} <= set(oracles), oracles.keys()
@@ -303,7 +304,7 @@ def test_an_imported_task_runs(tmp_path):
     task = load_task("inflection__handwritten-0001")
     interop.export_swebench([task], tmp_path / "one.jsonl")
     (back,) = interop.read_any(tmp_path / "one.jsonl")
-    from frog_gym.spec import load_repo
+    from frog_gym.catalog.spec import load_repo
 
     repo = prepare(load_repo(back.repo))
     ws = Workspace(tmp_path / "ws")
@@ -330,8 +331,8 @@ def test_check_env_on_a_sample_of_generated_ids():
 
 
 def test_ids_sidecar_is_used_only_when_it_matches_its_task_file(tmp_path):
-    from frog_gym.generators.synthesis import write_ids_sidecar
-    from frog_gym.task import _scan_ids, read_ids_sidecar
+    from frog_gym.generators.taskfiles import write_ids_sidecar
+    from frog_gym.catalog.task import _scan_ids, read_ids_sidecar
 
     task = load_task("inflection__handwritten-0001")
     path = tmp_path / "inflection.jsonl"

@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 from frog_gym.learners.toy import tiny_gpt2, train_tokenizer
 
 from frog_gym.agents.hf import ChatFormat, ChatTemplateError, HFPolicy
-from frog_gym.tools import Call, parse_action
+from frog_gym.env.tools import Call, parse_action
 
 DATA = Path(__file__).parent / "data" / "tokenizers"
 TEXT = ["Fix the bug in frogtoy.py: `add(1, 2)` returns -1.", "Edited /testbed/frogtoy.py.",

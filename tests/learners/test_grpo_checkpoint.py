@@ -65,7 +65,7 @@ def test_truncated_episodes_are_masked_by_default(tiny_model, tmp_path):
 
 def test_default_curriculum_takes_measured_difficulty_as_its_prior(tiny_model, tmp_path, monkeypatch):
     from frog_gym.curriculum import prior_mean
-    from frog_gym.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks
+    from frog_gym.catalog.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks
 
     monkeypatch.setenv(TASK_DIRS_ENV, "")
     base = json.loads(load_task("frogtoy__handwritten-0002").to_json())

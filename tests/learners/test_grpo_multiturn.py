@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from frog_gym.learners.grpo import GRPO, GRPOConfig, pad_right, token_logprobs
 from frog_gym.learners.toy import ENV_ID, make_tiny_model, toy_tasks
 
-from frog_gym.tools import Call, parse_action
+from frog_gym.env.tools import Call, parse_action
 
 TASKS = tuple(toy_tasks()[:2])
 

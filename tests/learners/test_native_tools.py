@@ -18,8 +18,8 @@ from frog_gym.learners.grpo import GRPOConfig
 from frog_gym.learners.toy import tiny_gpt2, train_tokenizer
 
 from frog_gym.agents.hf import ChatFormat, HFPolicy
-from frog_gym.toolcalls import ToolCall, answers_a_call, parse_tool_calls, tool_message
-from frog_gym.toolspec import openai_tools
+from frog_gym.env.toolcalls import ToolCall, answers_a_call, parse_tool_calls, tool_message
+from frog_gym.env.toolspec import openai_tools
 
 DATA = Path(__file__).parent / "data" / "tokenizers"
 DATE = {"date_string": "04 Dec 2026"}

@@ -16,7 +16,7 @@ TOY = ["frogtoy__handwritten-0001", "frogtoy__handwritten-0004"]
 
 
 def test_menu_holds_the_fix():
-    from frog_gym.task import load_task
+    from frog_gym.catalog.task import load_task
 
     for task_id in TOY:
         patch = load_task(task_id).patch.splitlines()

@@ -65,7 +65,7 @@ def test_cli_runs_grpo_on_the_tiny_model(tiny_model, tmp_path, capsys):
 
 def test_synthesizer_option_builds_the_mutation_synthesizer_over_the_pools_repositories(tmp_path, monkeypatch):
     from frog_gym.commands.train import make_synthesizer
-    from frog_gym.task import TASK_DIRS_ENV, refresh_tasks
+    from frog_gym.catalog.task import TASK_DIRS_ENV, refresh_tasks
 
     monkeypatch.delenv(TASK_DIRS_ENV, raising=False)
     try:
@@ -102,7 +102,7 @@ def _prior_means(out_dir):
 
 def test_cli_builds_the_curriculum_prior_from_measured_difficulty(tmp_path, monkeypatch, capsys):
     from frog_gym.curriculum import prior_beta, prior_mean
-    from frog_gym.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks
+    from frog_gym.catalog.task import TASK_DIRS_ENV, add_task_dir, load_task, refresh_tasks
 
     monkeypatch.setenv(TASK_DIRS_ENV, "")
     base = json.loads(load_task("frogtoy__handwritten-0001").to_json())

@@ -33,7 +33,7 @@ def test_trl_reads_the_toolspec_schemas_from_the_methods():
     toolspec's, for every tool (TRL adds a return entry and marks an optional argument nullable)."""
     from transformers.utils import get_json_schema
 
-    from frog_gym.toolspec import openai_tools
+    from frog_gym.env.toolspec import openai_tools
 
     for want in openai_tools():
         got = get_json_schema(getattr(FrogSWEToolEnv, want["function"]["name"]))["function"]
@@ -63,8 +63,8 @@ def _tiny_qwen_style(path):
     from frog_gym.learners.toy import tiny_gpt2, train_tokenizer
     from trl.chat_template_utils import qwen3_chat_template
 
-    from frog_gym.prompt import render_prompt
-    from frog_gym.task import load_task
+    from frog_gym.env.prompt import render_prompt
+    from frog_gym.catalog.task import load_task
 
     tools = [inspect.getdoc(getattr(FrogSWEToolEnv, name)) for name in ("bash", "view", "str_replace", "create",
                                                                           "submit")]
@@ -120,8 +120,8 @@ def test_trl_runs_a_native_tool_call_and_rewards_it(tmp_path):
     from trl import GRPOConfig, GRPOTrainer
     from trl.chat_template_utils import qwen3_chat_template
 
-    from frog_gym.prompt import render_prompt
-    from frog_gym.task import load_task
+    from frog_gym.env.prompt import render_prompt
+    from frog_gym.catalog.task import load_task
 
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     fix = {"path": "frogtoy.py", "old_str": "return a - b", "new_str": "return a + b"}

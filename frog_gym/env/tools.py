@@ -3,7 +3,7 @@
 An action arrives as a dict ``{"tool": NAME, **args}`` (an OpenAI-style ``{"name", "arguments"}`` dict
 works too, and Llama's ``{"name", "parameters"}``) or as model text: a JSON object (bare or in a fenced
 ``json`` block), a fenced ``bash`` block, or one native tool call as a chat model writes it
-(``<tool_call>...</tool_call>`` or ``<|python_tag|>{...}``, see :mod:`frog_gym.toolcalls`). Whatever arrives, :func:`parse_action` returns a :class:`Call` or an :class:`ActionError` whose
+(``<tool_call>...</tool_call>`` or ``<|python_tag|>{...}``, see :mod:`frog_gym.env.toolcalls`). Whatever arrives, :func:`parse_action` returns a :class:`Call` or an :class:`ActionError` whose
 message tells the agent what to send instead; nothing here raises on bad input.
 
 File tools work on the host side of the workspace. Every path is resolved lexically and through
@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym.errors import did_you_mean
-from frog_gym.toolcalls import PYTHON_TAG, parse_tool_calls
-from frog_gym.toolspec import TOOLS
+from frog_gym.env.toolcalls import PYTHON_TAG, parse_tool_calls
+from frog_gym.env.toolspec import TOOLS
 
 TESTBED = "/testbed"
 MAX_ACTION_CHARS = 1_000_000

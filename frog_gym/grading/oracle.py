@@ -48,9 +48,9 @@ from typing import Any
 from frog_gym import paths
 from frog_gym.sandbox import make_sandbox
 from frog_gym.sandbox.base import Limits
-from frog_gym.snapshot import PreparedRepo
-from frog_gym.task import Task
-from frog_gym.workspace import Change, Template, write_changes
+from frog_gym.catalog.snapshot import PreparedRepo
+from frog_gym.catalog.task import Task
+from frog_gym.sandbox.workspace import Change, Template, write_changes
 
 RECORDER_VERSION = 3
 """Bumped when recording changes what it keeps: ``frog-gym oracle record`` records older records again."""
@@ -352,7 +352,7 @@ def check(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
           calls: list[dict] | None = None, backend: str = "local") -> OracleVerdict | None:
     """Replay the task's oracle (``calls``, default the stored one) on the package as ``changes`` leave it, in
     a sandbox of the grade's ``backend`` (None: the task has no oracle)."""
-    from frog_gym.grading import patch_files
+    from frog_gym.grading.runner import patch_files
 
     calls = calls_of(task) if calls is None else calls
     if not calls:
@@ -408,10 +408,10 @@ def record_task(task: Task, timeout: float = 600.0, repo: PreparedRepo | None = 
     The record always says what happened: ``calls`` (empty when the task has no oracle), ``covered`` (calls
     whose outcome differs between bug and gold), ``recorded`` (calls seen), ``stable`` (reproduced by the
     gold code in a fresh process), and ``why`` when there is no oracle."""
-    from frog_gym.grading import GRADING_PYTEST_ARGS, TestStatus, _patched, hidden_test_changes, patch_files, run_tests
-    from frog_gym.live import is_live, task_spec
-    from frog_gym.snapshot import prepare
-    from frog_gym.workspace import Workspace, template_for
+    from frog_gym.grading.runner import GRADING_PYTEST_ARGS, TestStatus, _patched, hidden_test_changes, patch_files, run_tests
+    from frog_gym.catalog.live import is_live, task_spec
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.sandbox.workspace import Workspace, template_for
 
     start = time.monotonic()
     base = {"instance_id": task.instance_id, "repo": task.repo, "digest": task_digest(task), "calls": [],

@@ -8,7 +8,7 @@ suite imports from the venv (never anything from ``/testbed``: see that file), a
 grade, which runs exactly the cold grade's pytest command line. What the cold path guarantees, this path
 guarantees too:
 
-- **Scope and static check** happen before either path (:func:`frog_gym.grading.grade`).
+- **Scope and static check** happen before either path (:func:`frog_gym.grading.grade.grade`).
 - **Fresh state per grade**: the child is forked from a parent the agent's code never ran in; after it,
   the parent kills every other process of the sandbox and empties ``/tmp``, ``/dev/shm`` and System V IPC
   before it replies, and the host syncs the server's tree back to the task's template, so nothing of one
@@ -20,7 +20,7 @@ guarantees too:
 - **Read-only tests**: the spec's test paths are mounted read-only from a host copy the sandbox can't
   write (so the host updates them in place without breaking the mounts); the parent checks the mounts
   before every fork.
-- **Host I/O** into the tree through :mod:`frog_gym.workspace`'s ``O_NOFOLLOW`` helpers, after every
+- **Host I/O** into the tree through :mod:`frog_gym.sandbox.workspace`'s ``O_NOFOLLOW`` helpers, after every
   sandbox process but the parent is dead.
 
 What it saves beyond the start-up: the parent keeps pytest's rewritten code of the test files and the
@@ -52,12 +52,14 @@ from pathlib import Path
 
 from frog_gym import paths
 from frog_gym.errors import FrogGymError
-from frog_gym.integrity import Canaries
+from frog_gym.grading.integrity import Canaries
+from frog_gym.grading.runner import (GRADING_PYTEST_ARGS, RunResult, TestStatus, _owned_modules, grading_selection,
+                                      key_fifo, pristine_binds, read_report, run_tests, test_files_of)
 from frog_gym.sandbox import owner
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox.local import readable
-from frog_gym.snapshot import PreparedRepo, venv_key
-from frog_gym.workspace import (Change, Template, Workspace, _Root, _rmtree_at, append_file, open_regular,
+from frog_gym.catalog.snapshot import PreparedRepo, venv_key
+from frog_gym.sandbox.workspace import (Change, Template, Workspace, _Root, _rmtree_at, append_file, open_regular,
                                 parent_for_write, write_all, write_changes)
 
 MAX_SERVERS = int(os.environ.get("FROG_GYM_GRADE_SERVERS", "32"))
@@ -73,21 +75,6 @@ def enabled() -> bool:
 
 class Unavailable(RuntimeError):
     """This repository can't be graded warm (the caller grades cold)."""
-
-
-def _owned_modules(tree: Path, import_paths: tuple[str, ...]) -> list[str]:
-    """Top-level module names the package's import paths provide (the parent must never import them)."""
-    out = set()
-    for p in import_paths:
-        d = tree / p
-        if not d.is_dir():
-            continue
-        for e in d.iterdir():
-            if e.is_dir() and not e.is_symlink():
-                out.add(e.name)
-            elif e.suffix in (".py", ".so", ".pyd") or e.name.endswith(".pth"):
-                out.add(e.name.split(".")[0])
-    return sorted(out)
 
 
 def _test_modules(files: list[str], template: Template) -> list[str]:
@@ -203,7 +190,6 @@ class GradingServer:
         from frog_gym.sandbox.local import LocalSandbox, bwrap_path
 
         bwrap_path()
-        from frog_gym.grading import pristine_binds
 
         owned = _owned_modules(template.root, self.repo.spec.install.import_paths)
         self._owned = set(owned)
@@ -261,12 +247,11 @@ class GradingServer:
     def run(self, template: Template, kept: list[Change], ids: tuple[str, ...], canaries: Canaries,
             timeout: float, guard: dict[str, list[str]] | None = None):
         """One grade's test run: the tree synced to ``template`` plus ``kept``, the ``canaries`` appended,
-        the test files under the report plugin's ``guard`` (:func:`frog_gym.grading.guard_for`).
+        the test files under the report plugin's ``guard`` (:func:`frog_gym.grading.runner.guard_for`).
 
-        Returns :class:`frog_gym.grading.RunResult`, or raises :class:`Unavailable` when this server can't
+        Returns :class:`frog_gym.grading.runner.RunResult`, or raises :class:`Unavailable` when this server can't
         vouch for the run (it died, hung, left a process it could not kill, or lost a mount): the caller
         closes it and grades cold."""
-        from frog_gym.grading import GRADING_PYTEST_ARGS, RunResult, TestStatus, grading_selection, key_fifo, read_report, test_files_of
 
         start = time.monotonic()
         if not self.alive():
@@ -410,7 +395,6 @@ def preload_list(repo: PreparedRepo, template: Template, owned: list[str]) -> li
     f = _preload_file(repo)
     if f.exists():
         return json.loads(f.read_text())
-    from frog_gym.grading import run_tests
 
     base = paths.home() / "work" / f"preload-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     try:

@@ -15,10 +15,10 @@ actor lost with its node is replaced at once; at most ``max_starting`` actors bu
 An actor or node that dies mid-episode is an infrastructure failure, not the agent's: the episode is run
 again from its start on another actor (``max_retries`` times; after that it is recorded with
 ``infra_failure`` set, which is never scored). Episodes run through the same function as the local
-process pool (:func:`frog_gym.bench._episode`), with the same seeds, so results match it.
+process pool (:func:`frog_gym.bench.worker._episode`), with the same seeds, so results match it.
 
 Example:
-    >>> from frog_gym.distributed import PoolConfig, RayEnvPool, connect  # doctest: +SKIP
+    >>> from frog_gym.bench.distributed import PoolConfig, RayEnvPool, connect  # doctest: +SKIP
     >>> connect(None, num_cpus=2)                                        # a local Ray; or "HOST:6379"  # doctest: +SKIP
     >>> pool = RayEnvPool(PoolConfig(workers=2, spares=1))               # doctest: +SKIP
     >>> for d in pool.run_episodes(spec, "oracle", {}, "oracle", spec.episodes()):  # doctest: +SKIP
@@ -270,9 +270,9 @@ class EnvActor:
 
     async def warm(self, repos: Sequence[str]) -> dict[str, Any]:
         """Prepare the repositories' snapshots and venvs on this node (a no-op where they are cached)."""
-        from frog_gym.env import in_thread
-        from frog_gym.snapshot import prepare
-        from frog_gym.spec import load_repo
+        from frog_gym.env.core import in_thread
+        from frog_gym.catalog.snapshot import prepare
+        from frog_gym.catalog.spec import load_repo
 
         t = time.monotonic()
         for repo in repos:
@@ -283,8 +283,8 @@ class EnvActor:
                       sample: int) -> dict[str, Any]:
         """Run one episode exactly as a local bench worker does (on a thread: the harness's agents are sync);
         returns its result and its trajectory."""
-        from frog_gym.bench import _episode, trajectory_path
-        from frog_gym.env import in_thread
+        from frog_gym.bench.worker import _episode, trajectory_path
+        from frog_gym.env.core import in_thread
 
         def run() -> dict[str, Any]:
             with tempfile.TemporaryDirectory(prefix="frog-gym-ray-") as out:
@@ -300,7 +300,7 @@ class EnvActor:
         import gymnasium as gym
 
         import frog_gym  # noqa: F401  (registers the envs)
-        from frog_gym.env import in_thread
+        from frog_gym.env.core import in_thread
 
         spec = (env_id, sorted(kwargs.items()))
         if key in self.envs and self.specs[key] == spec:
@@ -318,7 +318,7 @@ class EnvActor:
         return await self.envs[key].astep(action)
 
     async def diff(self, key: str) -> str:
-        from frog_gym.env import in_thread
+        from frog_gym.env.core import in_thread
 
         return await in_thread(self.envs[key].diff)
 
@@ -329,17 +329,16 @@ class EnvActor:
 
     async def close(self, key: str | None = None) -> None:
         """Close the env under ``key``; with no key, every env of the actor (the bench's too)."""
-        from frog_gym import bench
-        from frog_gym.env import in_thread
+        from frog_gym.bench import worker
+        from frog_gym.env.core import in_thread
 
         for k in [key] if key is not None else list(self.envs):
             env = self.envs.pop(k, None)
             self.specs.pop(k, None)
             if env is not None:
                 await env.aclose()
-        if key is None and bench._ENV is not None:
-            await in_thread(bench._ENV.close)
-            bench._ENV = None
+        if key is None:
+            await in_thread(worker.release)
 
 
 # -- the pool ---------------------------------------------------------------------------------------
@@ -355,7 +354,7 @@ class RayEnvPool:
     def __init__(self, config: PoolConfig | None = None, repos: Sequence[str] = ()):
         ray = require_ray()
         if not ray.is_initialized():
-            raise RayError("Ray is not connected; call frog_gym.distributed.connect() first.")
+            raise RayError("Ray is not connected; call frog_gym.bench.distributed.connect() first.")
         self.ray, self.config, self.repos = ray, config or PoolConfig(), sorted(set(repos))
         check_capacity(ray, self.config)
         # An asyncio actor: its envs' calls run at once on its loop (room for every episode it may hold, plus
@@ -538,8 +537,8 @@ class RayEnvPool:
     @staticmethod
     def _gave_up(spec: Any, label: str, opts: dict[str, Any], task_id: str, sample: int, tries: int,
                  e: BaseException) -> dict[str, Any]:
-        from frog_gym.harness import EpisodeResult
-        from frog_gym.task import load_task
+        from frog_gym.bench.harness import EpisodeResult
+        from frog_gym.catalog.task import load_task
 
         r = EpisodeResult(task_id=task_id, sample=sample, seed=spec.seed + sample, agent=label,
                           fingerprint=spec.fingerprint(), repo=load_task(task_id).repo, agent_opts=dict(opts),
@@ -603,7 +602,8 @@ class RemoteEnv:
     ``reset``/``step``/``close`` behave as on the local env, and so do ``areset``/``astep``/``aclose``, awaited
     (the driver's loop awaits the actor's answer; no thread waits). Several RemoteEnvs may share an actor
     (``PoolConfig.episodes_per_actor``), each with its own env there. Constructing one leases an actor, which
-    may wait for one to start: from a running loop, ``await frog_gym.env.in_thread(RemoteEnv, pool, env_id)``.
+    may wait for one to start:
+    from a running loop, ``await frog_gym.env.core.in_thread(RemoteEnv, pool, env_id)``.
     If the actor dies mid-episode, a replacement replays the episode so far (the same seed and task, then the
     same actions: the env is deterministic in them) and the step is retried, so the learner never sees the
     failure as a reward.
@@ -637,7 +637,7 @@ class RemoteEnv:
                 error = e
 
     async def _arun(self, op: Generator[Any, Any, _T]) -> _T:
-        from frog_gym.env import in_thread
+        from frog_gym.env.core import in_thread
 
         answer: Any = None
         error: BaseException | None = None

@@ -1,7 +1,7 @@
 """Native tool calls: reading the calls chat models write when given our tools as a ``tools=`` schema, and
 the messages that answer them.
 
-A model prompted through its chat template with ``tools=openai_tools()`` (:mod:`frog_gym.toolspec`) writes
+A model prompted through its chat template with ``tools=openai_tools()`` (:mod:`frog_gym.env.toolspec`) writes
 its calls in its family's own syntax, learned from that template:
 
 - ``hermes`` (Qwen2.5, Qwen3, Hermes and the many models trained on their template): text, then one or more
@@ -47,7 +47,7 @@ class ToolCall:
     arguments: dict[str, Any]
 
     def action(self) -> dict[str, Any]:
-        """The call as an env action (OpenAI style, which :func:`frog_gym.tools.parse_action` reads)."""
+        """The call as an env action (OpenAI style, which :func:`frog_gym.env.tools.parse_action` reads)."""
         return {"name": self.name, "arguments": dict(self.arguments)}
 
     def message(self, json_arguments: bool = False) -> dict[str, Any]:

@@ -1,16 +1,11 @@
-"""Grading, the way SWE-bench grades: run FAIL_TO_PASS ∪ PASS_TO_PASS in a fresh copy, trust no stdout.
+"""Running the selected tests of a repository in a sandbox, cold, and reading the signed report; trust no stdout.
 
-``grade`` takes the agent's changes, keeps only edits to the package's own source (test files, pytest
-configuration and interpreter start-up hooks stay pristine: :func:`frog_gym.integrity.out_of_scope`),
-scans what they add for tampering, writes them into a fresh copy of the task's starting tree, appends
-canary tests, and runs exactly the selected tests in a new sandbox where the test files are read-only. A
-plugin writes a report signed with a per-run key into a folder the agent never sees; the report is
-verified, cross-checked with pytest's exit code and the canaries, and becomes a :class:`GradeReport`. A
-caught forgery scores 0 with its reasons in ``tampering``. A sandbox that fails to start is an
-infrastructure failure, never the agent's failure; a test run that outlives the grading timeout is the
-agent's (its code runs there). Identical changes reuse the cached grade (keyed by the grading version).
-By default the test run happens in the repository's warm grading server (:mod:`frog_gym.grading_server`:
-the same command line, every layer kept, a clean forked child per grade), and cold where none can start.
+:func:`run_tests` runs exactly the given test ids in a fresh sandbox where the test files are read-only; a
+plugin (``frog_gym/_plugin/frog_report.py``) writes a report signed with a per-run key into a folder the
+agent never sees, and :func:`read_report` verifies it and cross-checks it with pytest's exit code and the
+canaries. The helpers a grade builds its run from live here too (the hidden tests as changes, the plugin's
+guard, the test log in SWE-bench's format), so that the warm server (:mod:`frog_gym.grading.server`) and the
+oracle (:mod:`frog_gym.grading.oracle`) use them without importing :mod:`frog_gym.grading.grade`.
 """
 
 from __future__ import annotations
@@ -21,25 +16,24 @@ import functools
 import hashlib
 import json
 import os
-import random
 import secrets
 import stat
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from frog_gym import oracle, paths
+from frog_gym import paths
+
 from frog_gym.errors import SourceError
-from frog_gym.integrity import (GRADING_VERSION, Canaries, defined_names, grading_code_digest, out_of_scope, scan,
-                                verify)
+from frog_gym.grading.integrity import Canaries, defined_names, verify
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox import make_sandbox
-from frog_gym.snapshot import PreparedRepo, venv_key
-from frog_gym.task import Task
-from frog_gym.workspace import Change, Template, Workspace, append_file, apply_patch, write_changes
+from frog_gym.catalog.snapshot import PreparedRepo
+from frog_gym.catalog.task import Task
+from frog_gym.sandbox.workspace import Change, Template, apply_patch
 
 
 class TestStatus(str, enum.Enum):
@@ -58,89 +52,8 @@ class TestStatus(str, enum.Enum):
         return self in (TestStatus.PASSED, TestStatus.XFAIL)
 
 
-class ResolvedStatus(str, enum.Enum):
-    """FULL: every FAIL_TO_PASS and PASS_TO_PASS test passes. PARTIAL: some but not all FAIL_TO_PASS pass
-    and every PASS_TO_PASS passes. NO: anything else."""
-
-    FULL = "RESOLVED_FULL"
-    PARTIAL = "RESOLVED_PARTIAL"
-    NO = "RESOLVED_NO"
-
-
-@dataclass
-class GradeReport:
-    """The result of grading one final state."""
-
-    resolved: ResolvedStatus
-    tests: dict[str, str]
-    fail_to_pass: dict[str, list[str]]
-    pass_to_pass: dict[str, list[str]]
-    exit_code: int | None
-    seconds: float
-    discarded_test_edits: list[str] = field(default_factory=list)
-    infra_failure: str | None = None
-    note: str = ""
-    cached: bool = False
-    discarded: dict[str, str] = field(default_factory=dict)
-    tampering: list[str] = field(default_factory=list)
-    log_path: str = ""
-    """The raw test log of this grade (see :func:`write_test_log`), under ``$FROG_GYM_HOME/grades``."""
-    oracle: dict[str, Any] | None = None
-    """The behavioural oracle's verdict (:class:`frog_gym.oracle.OracleVerdict`: ``calls``, ``matched``,
-    ``passed``, ``mismatch``); None where the task has none."""
-
-    @property
-    def is_resolved(self) -> bool:
-        """Every selected test passes, nothing was caught tampering, and the oracle (if any) agrees."""
-        return (self.resolved is ResolvedStatus.FULL and not self.tampering
-                and (self.oracle is None or bool(self.oracle.get("passed"))))
-
-    def reward(self, partial_credit: bool = False) -> float:
-        """1.0 when resolved, else 0.0; with ``partial_credit``, the pass rate of FAIL_TO_PASS times that of
-        PASS_TO_PASS (so breaking other tests still costs)."""
-        if self.tampering:
-            return 0.0
-        if not partial_credit:
-            return 1.0 if self.is_resolved else 0.0
-
-        def rate(d: dict[str, list[str]]) -> float:
-            n = len(d["success"]) + len(d["failure"])
-            return len(d["success"]) / n if n else 1.0
-
-        agree = self.oracle["matched"] / self.oracle["calls"] if self.oracle and self.oracle["calls"] else 1.0
-        return rate(self.fail_to_pass) * rate(self.pass_to_pass) * agree
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["resolved"] = self.resolved.value
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> GradeReport:
-        known = {f.name for f in fields(cls)}  # a grade cached by another version may carry more
-        d = {k: v for k, v in d.items() if k in known}
-        d["resolved"] = ResolvedStatus(d["resolved"])
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
-
-
 def _plugin_dir() -> Any:
     return resources.files("frog_gym").joinpath("_plugin")
-
-
-def _split(ids: tuple[str, ...], statuses: dict[str, TestStatus]) -> dict[str, list[str]]:
-    return {"success": [t for t in ids if statuses[t].ok], "failure": [t for t in ids if not statuses[t].ok]}
-
-
-def judge(task: Task, statuses: dict[str, TestStatus]) -> tuple[ResolvedStatus, dict, dict]:
-    """SWE-bench's resolution rule over per-test statuses."""
-    f2p, p2p = _split(task.FAIL_TO_PASS, statuses), _split(task.PASS_TO_PASS, statuses)
-    f2p_all = not f2p["failure"]
-    p2p_all = not p2p["failure"]
-    if f2p_all and p2p_all:
-        return ResolvedStatus.FULL, f2p, p2p
-    if p2p_all and f2p["success"]:
-        return ResolvedStatus.PARTIAL, f2p, p2p
-    return ResolvedStatus.NO, f2p, p2p
 
 
 GRADING_PYTEST_ARGS = ("--tb=native",)
@@ -236,10 +149,23 @@ def pristine_binds(repo: PreparedRepo) -> tuple[tuple[Path, str, bool], ...]:
     return tuple((repo.tree / p, f"/frog/pristine/{i}", False) for i, p in enumerate(repo.spec.install.import_paths))
 
 
+def _owned_modules(tree: Path, import_paths: tuple[str, ...]) -> list[str]:
+    """Top-level module names the package's import paths provide (the parent must never import them)."""
+    out = set()
+    for p in import_paths:
+        d = tree / p
+        if not d.is_dir():
+            continue
+        for e in d.iterdir():
+            if e.is_dir() and not e.is_symlink():
+                out.add(e.name)
+            elif e.suffix in (".py", ".so", ".pyd") or e.name.endswith(".pth"):
+                out.add(e.name.split(".")[0])
+    return sorted(out)
+
+
 @functools.lru_cache(maxsize=64)
 def _startup_owned(tree: str, import_paths: tuple[str, ...]) -> tuple[str, ...]:
-    from frog_gym.grading_server import _owned_modules
-
     owned = _owned_modules(Path(tree), import_paths)
     return tuple(owned) if PYTEST_STARTUP & set(owned) else ()
 
@@ -393,23 +319,6 @@ def patch_files(patch: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def scope(repo: PreparedRepo, task: Task, template: Template, changes: list[Change]
-          ) -> tuple[list[Change], dict[str, str]]:
-    """Split ``changes`` into those graded and those reset to the pristine tree (path -> why)."""
-    spec = repo.spec
-    gold, hidden = patch_files(task.patch), patch_files(task.test_patch)
-    kept, discarded = [], {}
-    for c in changes:
-        why = ("a test file" if c.path in hidden else
-               out_of_scope(c.path, spec.mutable, gold, spec.install.import_paths, spec.tests.is_test_file,
-                            lambda p: p in template.manifest))
-        if why is None:
-            kept.append(c)
-        else:
-            discarded[c.path] = why
-    return kept, dict(sorted(discarded.items()))
-
-
 def _patched(template: Template, patch: str, label: str) -> dict[str, bytes | None] | str:
     """The files ``patch`` touches, as they read once it is applied to ``template`` (None: deleted), or why
     it does not apply. Cached per template and patch."""
@@ -439,7 +348,7 @@ def hidden_test_changes(task: Task, template: Template) -> list[Change] | str:
 
     A synthetic task's template lacks them when it was built hidden (``template.hidden_tests``; visible-tests
     templates keep them); a FrogLive task's release never had them."""
-    from frog_gym.live import is_live
+    from frog_gym.catalog.live import is_live
 
     if not task.test_patch.strip() or not (template.hidden_tests or is_live(task.instance_id)):
         return []
@@ -464,7 +373,7 @@ def guard_for(repo: PreparedRepo, task: Task, canaries: Canaries, template: Temp
     With the ``template`` and the agent's ``kept`` changes, the vault also gets what it needs to tell a value
     that equals anything (``values``): the FAIL_TO_PASS ids, at whose passing report it looks at every class
     alive, and for each Python file of the package the agent changed, what the repository's own version of it
-    defines (:func:`frog_gym.integrity.defined_names`): a comparison or format method made by changed code
+    defines (:func:`frog_gym.grading.integrity.defined_names`): a comparison or format method made by changed code
     must be code that version defines. The processes a test starts never get ``values``
     (:func:`key_fifo`)."""
     spec = repo.spec
@@ -491,119 +400,6 @@ def _pristine(repo: PreparedRepo, task: Task, template: Template, rel: str) -> b
             return after.get(rel)
     p = repo.tree / rel
     return p.read_bytes() if p.is_file() and not p.is_symlink() else None
-
-
-def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,
-          timeout: float = 900.0, use_cache: bool = True, backend: str = "local",
-          rng: random.Random | None = None, unread: dict[str, str] | None = None,
-          warm: bool | None = None) -> GradeReport:
-    """Grade the agent's ``changes`` to ``task`` (see the module docstring). ``scratch`` is reused.
-
-    ``warm`` (default: on unless ``FROG_GYM_GRADE_SERVER=0``) runs the tests in the repository's warm
-    grading server (:mod:`frog_gym.grading_server`), with every layer kept; where none can start, or it
-    can't vouch for a run, the grade runs cold in ``scratch``.
-
-    ``rng`` draws the canaries' names and values (default: fresh system randomness, so no agent can
-    predict them); ``unread`` lists changed files that were too large to collect (path -> why)."""
-    if warm is None:
-        from frog_gym.grading_server import enabled
-
-        warm = enabled()
-    kept, discarded = scope(repo, task, template, changes)
-    discarded = dict(sorted({**discarded, **(unread or {})}.items()))
-    tests_discarded = sorted(p for p, why in discarded.items() if why == "a test file")
-    oracle_calls = oracle.calls_of(task)
-    h = hashlib.sha256(f"v{GRADING_VERSION}-{grading_code_digest()}\0{task.content_hash}\0{venv_key(repo.spec)}"
-                       f"\0{backend}\0{hashlib.sha256(task.test_patch.encode()).hexdigest()}"
-                       f"\0{oracle.calls_digest(oracle_calls)}".encode())
-    for c in sorted(kept, key=lambda c: c.path):
-        h.update(f"\0{c.path}\0".encode())
-        h.update(hashlib.sha256(c.new).digest() if c.new is not None else b"<deleted>")
-    cache = paths.home() / "grades" / f"{h.hexdigest()[:32]}.json"
-    if use_cache and cache.exists() and cache.with_suffix(".log").exists():  # a grade keeps its raw log
-        report = GradeReport.from_dict(json.loads(cache.read_text()))
-        report.cached, report.discarded_test_edits, report.discarded = True, tests_discarded, discarded
-        report.log_path = str(cache.with_suffix(".log"))  # the log of the grade this cache entry records
-        return report
-    start = time.monotonic()
-    f2p_fail = {"success": [], "failure": list(task.FAIL_TO_PASS)}
-    p2p_fail = {"success": [], "failure": list(task.PASS_TO_PASS)}
-    flags = scan((c.path, c.old, c.new, _pristine(repo, task, template, c.path)) for c in kept)
-    if flags:
-        report = GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, None, time.monotonic() - start,
-                             tests_discarded, None, "the changes were not run: " + "; ".join(flags[:3]),
-                             discarded=discarded, tampering=flags)
-        report.log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests,
-                                         RunResult({}, None, report.note, tampering=flags))
-        _store(cache, report)
-        return report
-    hidden = hidden_test_changes(task, template)
-    if isinstance(hidden, str):
-        return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, None, time.monotonic() - start,
-                           tests_discarded, f"the hidden tests did not apply: {hidden[:300]}", discarded=discarded)
-    # The behavioural oracle replays in a sandbox of its own (the package only), alongside the test run.
-    replaying = oracle.start_check(repo, task, template, kept, oracle_calls, backend)
-    kept = kept + hidden
-    rng = rng or random.Random(secrets.randbits(64))
-    target = test_files_of(task.FAIL_TO_PASS)[0]
-    names = {t.rsplit("::", 1)[-1] for t in task.selected_tests}
-    canaries = Canaries.make(target, rng, names)
-    r = _run_warm(repo, template, kept, task, canaries, timeout) if warm and backend == "local" else None
-    if r is None:
-        scratch.sync(template)
-        write_changes(scratch.path, kept)
-        append_file(scratch.path, target, canaries.source.encode())
-        r = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend, canaries=canaries,
-                      authenticate=True, protect=repo.spec.tests.paths, args=GRADING_PYTEST_ARGS,
-                      guard=guard_for(repo, task, canaries, template, kept))
-    verdict = replaying.result() if replaying is not None else None
-    if verdict is not None and not verdict.passed:
-        r.note = "; ".join(filter(None, [r.note, f"the behavioural oracle disagrees: {verdict.mismatch}"]))
-    log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, r)
-    if r.infra_failure:
-        return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,
-                           tests_discarded, r.infra_failure, r.note, discarded=discarded, log_path=log_path)
-    if r.tampering:
-        report = GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,
-                             tests_discarded, None, r.note, discarded=discarded, tampering=r.tampering,
-                             log_path=log_path)
-        _store(cache, report)
-        return report
-    resolved, f2p, p2p = judge(task, r.statuses)
-    if verdict is not None and not verdict.passed and resolved is ResolvedStatus.FULL:
-        # The tests passed in a process that ran the agent's code; the oracle's replay, compared on the host,
-        # says the code does not behave as the gold fix does: not resolved (r.note says why). A partial fix stays
-        # partial (the oracle is expected to disagree with it; it is not resolved either way).
-        resolved = ResolvedStatus.NO
-    report = GradeReport(resolved, {t: s.value for t, s in r.statuses.items()}, f2p, p2p, r.exit_code,
-                         time.monotonic() - start, tests_discarded, None, r.note, discarded=discarded,
-                         log_path=log_path, oracle=verdict.to_dict() if verdict is not None else None)
-    _store(cache, report)
-    return report
-
-
-def _run_warm(repo: PreparedRepo, template: Template, kept: list[Change], task: Task, canaries: Canaries,
-              timeout: float) -> RunResult | None:
-    """The test run of a grade in the repository's warm server; None: grade cold instead."""
-    from frog_gym import grading_server
-
-    server = grading_server.server_for(repo, template)
-    if server is None:
-        return None
-    with server.lock:
-        try:
-            return server.run(template, kept, task.selected_tests, canaries, timeout,
-                              guard_for(repo, task, canaries, template, kept))
-        except grading_server.Unavailable:
-            grading_server.discard(server)
-            return None
-
-
-def _store(cache: Path, report: GradeReport) -> None:
-    cache.parent.mkdir(exist_ok=True)
-    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(report.to_dict()))
-    os.replace(tmp, cache)
 
 
 START_TEST_OUTPUT, END_TEST_OUTPUT = ">>>>> Start Test Output", ">>>>> End Test Output"

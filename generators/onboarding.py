@@ -37,11 +37,11 @@ from packaging.utils import canonicalize_name
 
 from frog_gym import paths
 from frog_gym.errors import FrogGymError, HashMismatchError, RefusedError, SourceError
-from frog_gym.grading import TestStatus, run_tests
+from frog_gym.grading.runner import TestStatus, run_tests
 from frog_gym.sandbox import Limits, make_sandbox
-from frog_gym.snapshot import (PreparedRepo, download_sdist, fetch_sdist, prepare, resolve_lock, sha256_file,
+from frog_gym.catalog.snapshot import (PreparedRepo, download_sdist, fetch_sdist, prepare, resolve_lock, sha256_file,
                                snapshot_tree)
-from frog_gym.spec import RepoSpec, load_spec, parse_repo, python_problem, repo_names, repos_dir
+from frog_gym.catalog.spec import RepoSpec, load_spec, parse_repo, python_problem, repo_names, repos_dir
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -22,7 +22,7 @@ import dataclasses
 import re
 from typing import Any
 
-from frog_gym.spec import RepoSpec, load_repo
+from frog_gym.catalog.spec import RepoSpec, load_repo
 
 LIVE_MARK = "__live-"
 """What every live task id contains (after the repository name)."""
@@ -74,7 +74,7 @@ def released(task: Any) -> str:
 
 def live_task_ids(since: str | None = None) -> list[str]:
     """The registered live task ids, sorted; with ``since``, only fixes released on or after that date."""
-    from frog_gym.task import load_task, registered_task_ids
+    from frog_gym.catalog.task import load_task, registered_task_ids
 
     ids = [i for i in registered_task_ids() if is_live(i)]
     if since:

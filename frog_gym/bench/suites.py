@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym.errors import UnknownNameError, UsageError
-from frog_gym.task import Task, load_task, task_index
+from frog_gym.catalog.task import Task, load_task, task_index
 
 TIERS = ("easy", "medium", "hard")
 _LEVEL_POINTS = {"full": 0, "medium": 1, "vague": 2}
@@ -46,7 +46,7 @@ class SuiteDef:
     machine builds one venv per repository."""
     pool: str = "train"
     """Where its tasks come from: ``train`` (what ``FrogSWE-v0`` samples) or ``live`` (FrogLive's held-out
-    real fixes, see :mod:`frog_gym.live`)."""
+    real fixes, see :mod:`frog_gym.catalog.live`)."""
 
 
 SUITES: dict[str, SuiteDef] = {
@@ -137,11 +137,11 @@ def select(definition: SuiteDef, task_ids: list[str] | None = None) -> Suite:
     """Pick the suite's tasks from ``task_ids`` (default: what ``FrogSWE-v0`` samples: every task of the
     registry but the toy family, never tasks found through ``FROG_GYM_TASK_DIRS``). Deterministic."""
     if task_ids is None and definition.pool == "live":
-        from frog_gym.live import live_task_ids
+        from frog_gym.catalog.live import live_task_ids
 
         task_ids = live_task_ids()
     elif task_ids is None:
-        from frog_gym.env import default_pool
+        from frog_gym.env.core import default_pool
 
         task_ids = default_pool()
     ids = sorted(i for i in task_ids if not definition.repos or i.split("__", 1)[0] in definition.repos)
@@ -178,7 +178,7 @@ def resolve(suite: str) -> Suite:
     if suite in SUITES:
         return select(SUITES[suite])
     if suite.startswith("live@"):
-        from frog_gym.live import check_date, live_task_ids
+        from frog_gym.catalog.live import check_date, live_task_ids
 
         since = check_date(suite[len("live@"):])
         s = select(SUITES["live"], live_task_ids(since))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym.errors import SpecError, UnknownNameError
-from frog_gym.schema import Field, check
+from frog_gym.catalog.schema import Field, check
 
 _ID_PREFIX = re.compile(r'^\{"instance_id":\s*"([^"\\]+)"')
 

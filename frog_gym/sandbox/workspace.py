@@ -30,7 +30,7 @@ from filelock import FileLock
 
 from frog_gym import paths
 from frog_gym.errors import SourceError
-from frog_gym.snapshot import PreparedRepo, git_commit_tree
+from frog_gym.catalog.snapshot import PreparedRepo, git_commit_tree
 
 _NOISE_DIRS = {"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache"}
 _MARKER = ".frog-complete"

@@ -16,7 +16,7 @@ Episodes run in worker processes (``spawn``), each keeping one env for its episo
 they run in this process.
 
 Example:
-    >>> from frog_gym.harness import HarnessSpec
+    >>> from frog_gym.bench.harness import HarnessSpec
     >>> spec = HarnessSpec.for_suite("inflection__handwritten-0002")
     >>> summary = bench(spec, "noop", {}, "/tmp/frog-bench-doc", workers=1, progress=False)  # doctest: +SKIP
     >>> summary.finished  # doctest: +SKIP
@@ -38,13 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym.errors import FrogGymError
-from frog_gym.harness import EpisodeResult, HarnessSpec, make_env, run_episode
+from frog_gym.bench import worker
+from frog_gym.bench.harness import EpisodeResult, HarnessSpec
 
 RESULTS = "results.jsonl"
-
-
-def trajectory_path(out: Path, task_id: str, sample: int) -> Path:
-    return out / "trajectories" / f"{task_id}__s{sample}.jsonl"
 
 
 def load_results(path: str | Path) -> list[EpisodeResult]:
@@ -104,60 +101,6 @@ def _check_run_dir(out: Path, spec: HarnessSpec, agent: str, opts: dict[str, Any
     run_file.write_text(json.dumps(run, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-# -- worker side ------------------------------------------------------------------------------------
-_ENV: Any = None
-_ENV_KEY: str | None = None
-_AGENT: Any = None
-_AGENT_KEY: str | None = None
-
-
-def _episode(spec_toml: str, agent: str, opts: dict[str, Any], label: str, task_id: str, sample: int,
-             out: str) -> dict[str, Any]:
-    """Run one episode in a worker; keeps the worker's env and agent (which may hold a loaded model) for its
-    next episode: ``reset`` starts an agent's episode afresh."""
-    global _ENV, _ENV_KEY, _AGENT, _AGENT_KEY
-    from frog_gym.agents.registry import make_agent
-
-    spec = HarnessSpec.from_toml(spec_toml)
-    if _ENV is None or _ENV_KEY != spec.fingerprint():
-        if _ENV is not None:
-            _ENV.close()
-        _ENV, _ENV_KEY = make_env(spec), spec.fingerprint()
-    t = time.monotonic()
-    key = json.dumps([agent, opts], sort_keys=True, default=str)
-    if _AGENT is None or _AGENT_KEY != key:
-        _AGENT, _AGENT_KEY = make_agent(agent, opts), key
-    setup_s = time.monotonic() - t
-    result = run_episode(spec, _AGENT, label, task_id, sample, env=_ENV, agent_opts=opts,
-                         trajectory=trajectory_path(Path(out), task_id, sample))
-    d = result.to_dict()
-    d["agent_setup_s"] = round(setup_s, 4)
-    return d
-
-
-def _init_worker(parent: int) -> None:
-    # Ctrl-C goes to the whole process group; the parent decides. On its SIGTERM a worker closes its env
-    # (killing the sandbox and removing the workspace) and exits; the kernel sends it SIGTERM when the parent
-    # dies, SIGKILL included. A worker that ends normally closes its env too.
-    import signal
-    from multiprocessing.util import Finalize
-
-    from frog_gym.reaper import die_with_parent
-
-    def close_env() -> None:
-        if _ENV is not None:
-            _ENV.close()
-
-    def stop(signum: int, frame: Any) -> None:
-        close_env()
-        os._exit(1)
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, stop)
-    die_with_parent(parent)
-    Finalize(None, close_env, exitpriority=10)
-
-
 # -- driver side ------------------------------------------------------------------------------------
 def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, *, workers: int = 1,
           label: str | None = None, progress: bool = True, limit: int | None = None,
@@ -173,7 +116,7 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
         label: the name results carry (default ``agent``); the leaderboard shows it.
         progress: draw a progress bar.
         limit: run at most this many of the pending episodes (for smoke checks and benchmarks).
-        ray: run the episodes on Ray actors instead of local processes (:mod:`frog_gym.distributed`):
+        ray: run the episodes on Ray actors instead of local processes (:mod:`frog_gym.bench.distributed`):
             ``"local"`` (or ``""``) starts a Ray on this machine, ``"HOST:PORT"`` or ``"auto"`` joins a cluster.
         spares: with ``ray``, warm actors kept to replace those that die.
         cpus_per_env: with ``ray``, CPUs each actor reserves (default :attr:`PoolConfig.cpus_per_env`).
@@ -218,8 +161,8 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
     ray_pool = None
     try:
         if ray is not None:
-            from frog_gym.distributed import PoolConfig, RayEnvPool, connect
-            from frog_gym.task import load_task
+            from frog_gym.bench.distributed import PoolConfig, RayEnvPool, connect
+            from frog_gym.catalog.task import load_task
 
             pool_config = PoolConfig(workers=workers, spares=spares, **({} if cpus_per_env is None else
                                                                         {"cpus_per_env": cpus_per_env}))
@@ -229,19 +172,19 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
             for d in ray_pool.run_episodes(spec, agent, opts, label, pending):
                 r = d["result"]
                 if d["trajectory"]:
-                    path = trajectory_path(out, r["task_id"], r["sample"])
+                    path = worker.trajectory_path(out, r["task_id"], r["sample"])
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_text(d["trajectory"], encoding="utf-8")
                 record(r)
         elif workers == 1:
             for task_id, sample in pending:
-                record(_episode(spec_toml, agent, opts, label, task_id, sample, str(out)))
+                record(worker._episode(spec_toml, agent, opts, label, task_id, sample, str(out)))
         else:
             ctx = multiprocessing.get_context("spawn")
-            pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+            pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker._init_worker,
                                          initargs=(os.getpid(),))
             try:
-                futures = [pool.submit(_episode, spec_toml, agent, opts, label, t, s, str(out)) for t, s in pending]
+                futures = [pool.submit(worker._episode, spec_toml, agent, opts, label, t, s, str(out)) for t, s in pending]
                 for fut in cf.as_completed(futures):
                     record(fut.result())
             except BaseException:
@@ -267,11 +210,7 @@ def bench(spec: HarnessSpec, agent: str, opts: dict[str, Any], out: str | Path, 
             signal.signal(signal.SIGTERM, previous)
         results_file.close()
         bar.close()
-        global _ENV, _AGENT
-        if _ENV is not None:
-            _ENV.close()
-            _ENV = None
-        _AGENT = None
+        worker.release()
         summary.wall_s = time.monotonic() - started
     return summary
 

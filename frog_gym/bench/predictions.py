@@ -5,7 +5,7 @@ SWE-bench's evaluation harness reads a JSONL (or JSON list) of such records. Our
 patches can be scored by SWE-bench's own harness as well as ours.
 
 Example:
-    >>> from frog_gym.harness import EpisodeResult
+    >>> from frog_gym.bench.harness import EpisodeResult
     >>> r = EpisodeResult("toolz__x-1", 0, 0, "apr", "fp", model_patch="diff --git a/x b/x\\n")
     >>> to_predictions([r])
     [{'instance_id': 'toolz__x-1', 'model_name_or_path': 'apr', 'model_patch': 'diff --git a/x b/x\\n'}]
@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from frog_gym.errors import FrogGymError
-from frog_gym.harness import EpisodeResult
+from frog_gym.bench.harness import EpisodeResult
 
 
 def to_predictions(results: list[EpisodeResult], model_name: str | None = None,
@@ -34,7 +34,7 @@ def to_predictions(results: list[EpisodeResult], model_name: str | None = None,
 def export_predictions(run: str | Path, out: str | Path, model_name: str | None = None,
                        sample: int = 0) -> int:
     """Write a bench run's predictions as SWE-bench JSONL; returns how many were written."""
-    from frog_gym.bench import load_results
+    from frog_gym.bench.runner import load_results
 
     results = load_results(run)
     if not results:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 
-from frog_gym.task import Task
-from frog_gym.toolspec import TOOLS
+from frog_gym.catalog.task import Task
+from frog_gym.env.toolspec import TOOLS
 
 PROMPT_VERSION = "1"
 

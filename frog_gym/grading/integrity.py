@@ -64,8 +64,9 @@ def grading_code_digest() -> str:
         from importlib import resources
 
         h = hashlib.sha256()
-        for name in ("integrity.py", "grading.py", "grading_server.py", "_plugin/frog_report.py", "_plugin/frog_server.py",
-                     "_plugin/frog_boot.py", "_plugin/sitecustomize.py", "oracle.py", "_plugin/frog_oracle.py"):
+        for name in ("grading/integrity.py", "grading/runner.py", "grading/server.py", "_plugin/frog_report.py",
+                     "_plugin/frog_server.py", "_plugin/frog_boot.py", "_plugin/sitecustomize.py", "grading/oracle.py",
+                     "_plugin/frog_oracle.py"):
             h.update(resources.files("frog_gym").joinpath(name).read_bytes())
         _DIGEST = h.hexdigest()[:16]
     return _DIGEST

@@ -33,9 +33,9 @@ from typing import Any
 import tomli_w
 
 from frog_gym.errors import FrogGymError, SpecError
-from frog_gym.prompt import PROMPT_VERSION
+from frog_gym.env.prompt import PROMPT_VERSION
 from frog_gym.sandbox import BACKENDS
-from frog_gym.toolspec import TOOLS
+from frog_gym.env.toolspec import TOOLS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -60,7 +60,7 @@ class HarnessSpec:
     """
 
     suite: str
-    """Name of the task suite (see :mod:`frog_gym.suites`), recorded for display."""
+    """Name of the task suite (see :mod:`frog_gym.bench.suites`), recorded for display."""
     suite_version: str
     """The suite's version as selected (a suite definition version, or a hash for an ad-hoc list)."""
     tasks: tuple[tuple[str, str], ...]
@@ -68,9 +68,9 @@ class HarnessSpec:
     tools: tuple[str, ...] = tuple(sorted(TOOLS))
     """Tools the agent may call; ``submit`` is required. A call to another tool is an error observation."""
     tools_hash: str = ""
-    """Hash of the enabled tools' descriptions (filled in from :data:`frog_gym.toolspec.TOOLS`)."""
+    """Hash of the enabled tools' descriptions (filled in from :data:`frog_gym.env.toolspec.TOOLS`)."""
     prompt_version: str = PROMPT_VERSION
-    """Version of the task prompt template (:data:`frog_gym.prompt.PROMPT_VERSION`)."""
+    """Version of the task prompt template (:data:`frog_gym.env.prompt.PROMPT_VERSION`)."""
     max_steps: int = 100
     """Steps per episode; at the limit the current state is graded."""
     wall_time_s: float = 1800.0
@@ -121,9 +121,9 @@ class HarnessSpec:
     # -- building -----------------------------------------------------------------------------------
     @classmethod
     def for_suite(cls, suite: str, **overrides: Any) -> HarnessSpec:
-        """The spec for a named suite (or an ad-hoc one, see :func:`frog_gym.suites.resolve`), hashing its
+        """The spec for a named suite (or an ad-hoc one, see :func:`frog_gym.bench.suites.resolve`), hashing its
         tasks, and under Docker recording each repository's image digest."""
-        from frog_gym.suites import resolve
+        from frog_gym.bench.suites import resolve
 
         s = resolve(suite)
         spec = cls(suite=s.name, suite_version=s.version, tasks=s.tasks, **overrides)
@@ -218,7 +218,7 @@ class HarnessSpec:
 
     def check_tasks(self) -> None:
         """Raise if a registered task changed since the spec was made (its content hash differs)."""
-        from frog_gym.task import load_task
+        from frog_gym.catalog.task import load_task
 
         changed = [t for t, h in self.tasks if load_task(t).content_hash != h]
         if changed:
@@ -230,7 +230,7 @@ class HarnessSpec:
 
 def _image_digests(spec: HarnessSpec) -> tuple[tuple[str, str], ...]:
     from frog_gym.sandbox.images import image_digest  # the docker extra, imported only for Docker harnesses
-    from frog_gym.task import load_task
+    from frog_gym.catalog.task import load_task
 
     repos = sorted({load_task(t).repo for t in spec.task_ids})
     return tuple((r, image_digest(r)) for r in repos)
@@ -320,8 +320,8 @@ def run_episode(spec: HarnessSpec, agent: Any, agent_name: str, task_id: str, sa
     :func:`make_env` for this spec; it is closed only if this call created it.
     """
     from frog_gym.agents.openai_agent import AgentError
-    from frog_gym.suites import tier_of
-    from frog_gym.task import load_task
+    from frog_gym.bench.suites import tier_of
+    from frog_gym.catalog.task import load_task
 
     own_env = env is None
     if own_env:
@@ -418,7 +418,7 @@ def make_env(spec: HarnessSpec) -> Any:
 
 
 def _tool_name(action: Any) -> str | None:
-    from frog_gym.tools import Call, parse_action
+    from frog_gym.env.tools import Call, parse_action
 
     call = parse_action(action)
     return call.tool if isinstance(call, Call) else None

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from frog_gym.errors import SourceError, SpecError, UnknownNameError
-from frog_gym.schema import Field, check
+from frog_gym.catalog.schema import Field, check
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -340,3 +341,24 @@ def schema_doc() -> str:
     lines += ["", "A source is either pypi + version + sha256, or git + commit. frog-gym registry add writes",
               "the sha256, the hashed lock and [measured]; `frog-gym registry validate NAME` re-checks them."]
     return "\n".join(lines)
+
+
+def module_name(spec: RepoSpec, path: str) -> str:
+    """Dotted module name of a source path, relative to the spec's import paths.
+
+    >>> from frog_gym.catalog.spec import load_repo
+    >>> module_name(load_repo("cachetools"), "src/cachetools/keys.py")
+    'cachetools.keys'
+    """
+    p = path[:-3] if path.endswith(".py") else path
+    for root in sorted(spec.install.import_paths, key=len, reverse=True):
+        r = os.path.normpath(root)
+        if r == ".":
+            break
+        if p.startswith(r + "/"):
+            p = p[len(r) + 1:]
+            break
+    parts = p.split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)

@@ -1,9 +1,9 @@
 """`FrogSWEEnv`: a Gymnasium env where an agent fixes a real bug in a real repository.
 
 The observation is text (the prompt at reset, then each tool's output); the action is a tool call
-(a dict or the model's raw text, see :mod:`frog_gym.tools`). ``submit`` ends the episode
+(a dict or the model's raw text, see :mod:`frog_gym.env.tools`). ``submit`` ends the episode
 (``terminated``); running out of steps or wall time ends it too (``truncated``), and either way the final
-state is graded by the repository's own tests (:mod:`frog_gym.grading`). A malformed action is an error
+state is graded by the repository's own tests (:mod:`frog_gym.grading.runner`). A malformed action is an error
 observation that costs a step, never an exception. ``info["infra_failure"]`` names a sandbox or grading
 fault, which is never scored as the agent's failure.
 
@@ -55,19 +55,19 @@ from typing import Any, TypeVar
 
 import gymnasium as gym
 
-from frog_gym import grading_server
+from frog_gym.grading import server as grading_server
 from frog_gym.errors import FrogGymError, SandboxError, UnknownNameError
-from frog_gym.grading import GradeReport, grade
-from frog_gym.prompt import render_prompt
-from frog_gym.reaper import work_dir
+from frog_gym.grading.grade import GradeReport, grade
+from frog_gym.env.prompt import render_prompt
+from frog_gym.sandbox.reaper import work_dir
 from frog_gym.sandbox.base import ExecResult, Limits
 from frog_gym.sandbox import AsyncSandbox, Sandbox, make_sandbox
-from frog_gym.snapshot import PreparedRepo, prepare
-from frog_gym.spaces import UnicodeText
-from frog_gym.live import is_live, task_spec
-from frog_gym.task import Task, load_task, registered_task_ids, task_index
-from frog_gym.tools import ActionError, Call, FileTools, parse_action
-from frog_gym.workspace import Template, Workspace, diff_text, template_for
+from frog_gym.catalog.snapshot import PreparedRepo, prepare
+from frog_gym.env.spaces import UnicodeText
+from frog_gym.catalog.live import is_live, task_spec
+from frog_gym.catalog.task import Task, load_task, registered_task_ids, task_index
+from frog_gym.env.tools import ActionError, Call, FileTools, parse_action
+from frog_gym.sandbox.workspace import Template, Workspace, diff_text, template_for
 
 MAX_ACTION_CHARS = 10_000_000
 MAX_OBS_CHARS = 1_000_000

@@ -34,8 +34,7 @@ from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel
 
 from frog_gym import paths
 from frog_gym.errors import HashMismatchError, OfflineError, SourceError
-from frog_gym.integrity import GRADING_VERSION
-from frog_gym.spec import RepoSpec, check_python
+from frog_gym.catalog.spec import RepoSpec, check_python
 
 TESTBED = "/testbed"
 """Where the repository appears inside every sandbox."""
@@ -222,12 +221,6 @@ def venv_key(spec: RepoSpec) -> str:
                        spec.install.lock or spec.install.requires, spec.install.install_package,
                        spec.install.steps], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def baseline_path(spec: RepoSpec) -> Path:
-    """Where the pristine tree's per-test statuses are cached (run as graded: the tests read-only and guarded),
-    per version of grading's rules: a new rule (the guard refusing what it allowed) measures them anew."""
-    return paths.home() / "baselines" / f"{spec.name}-{venv_key(spec)}-graded-v{GRADING_VERSION}.json"
 
 
 def _run_logged(cmd: list[str], log: list[str], what: str, spec: RepoSpec, **kw) -> None:

@@ -37,13 +37,13 @@ import gymnasium as gym
 
 from frog_gym import paths
 from frog_gym.errors import FrogGymError, SandboxError
-from frog_gym.prompt import tool_help
+from frog_gym.env.prompt import tool_help
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox.docker import DockerSandbox
 from frog_gym.sandbox.images import docker_client
-from frog_gym.spaces import UnicodeText
-from frog_gym.tools import ActionError, FileTools, parse_action
-from frog_gym.workspace import Template, Workspace, _manifest, diff_text, write_changes
+from frog_gym.env.spaces import UnicodeText
+from frog_gym.env.tools import ActionError, FileTools, parse_action
+from frog_gym.sandbox.workspace import Template, Workspace, _manifest, diff_text, write_changes
 
 CONDA_PATH = "/opt/miniconda3/envs/testbed/bin:/opt/miniconda3/bin"
 """Put first on the agent's PATH: where SWE-bench's images keep the instance's environment."""
