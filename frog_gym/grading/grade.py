@@ -193,7 +193,8 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, None, time.monotonic() - start,
                            tests_discarded, f"the hidden tests did not apply: {hidden[:300]}", discarded=discarded)
     # The behavioural oracle replays in a sandbox of its own (the package only), alongside the test run.
-    replaying = oracle.start_check(repo, task, template, kept, oracle_calls, backend)
+    replaying = oracle.start_check(repo, task, template, kept, oracle_calls, backend,
+                                   min(timeout, oracle.REPLAY_TIMEOUT))
     kept = kept + hidden
     rng = rng or random.Random(secrets.randbits(64))
     target = test_files_of(task.FAIL_TO_PASS)[0]

@@ -349,9 +349,10 @@ def calls_digest(calls: list[dict]) -> str:
 
 
 def check(repo: PreparedRepo, task: Task, template: Template, changes: list[Change],
-          calls: list[dict] | None = None, backend: str = "local") -> OracleVerdict | None:
+          calls: list[dict] | None = None, backend: str = "local",
+          timeout: float = REPLAY_TIMEOUT) -> OracleVerdict | None:
     """Replay the task's oracle (``calls``, default the stored one) on the package as ``changes`` leave it, in
-    a sandbox of the grade's ``backend`` (None: the task has no oracle)."""
+    a sandbox of the grade's ``backend``, for at most ``timeout`` seconds (None: the task has no oracle)."""
     from frog_gym.grading.runner import patch_files
 
     calls = calls_of(task) if calls is None else calls
@@ -360,15 +361,17 @@ def check(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     start = time.monotonic()
     with tempfile.TemporaryDirectory(dir=paths.home()) as d:
         tree = package_tree(repo, template, changes, Path(d) / "t", patch_files(task.test_patch))
-        got, note = replay(repo, tree, calls, backend=backend)
+        got, note = replay(repo, tree, calls, timeout, backend=backend)
     v = compare(calls, got, note)
     v.seconds = time.monotonic() - start
     return v
 
 
 def start_check(repo: PreparedRepo, task: Task, template: Template, changes: list[Change],
-                calls: list[dict], backend: str = "local") -> Future[OracleVerdict | None] | None:
-    """:func:`check` in a thread of its own, so that the replay runs while the tests do (None: no oracle).
+                calls: list[dict], backend: str = "local",
+                timeout: float = REPLAY_TIMEOUT) -> Future[OracleVerdict | None] | None:
+    """:func:`check` in a thread of its own, so that the replay runs while the tests do (None: no oracle),
+    within the grade's own time limit (``timeout``: a package that hangs at import costs no more than that).
     A replay whose sandbox fails to start is an infrastructure failure of the oracle: it says so in
     ``mismatch`` and the grade is not resolved."""
     if not calls:
@@ -377,7 +380,7 @@ def start_check(repo: PreparedRepo, task: Task, template: Template, changes: lis
 
     def run() -> None:
         try:
-            fut.set_result(check(repo, task, template, list(changes), calls, backend))
+            fut.set_result(check(repo, task, template, list(changes), calls, backend, timeout))
         except Exception as e:  # never a grade that passes for want of a verdict
             fut.set_result(OracleVerdict(len(calls), 0, f"the oracle could not run: {type(e).__name__}: {str(e)[:200]}"))
 
