@@ -243,8 +243,38 @@ def _install_guard(config):
             f = f.f_back
         return not mediated
 
+    std_dir = dirname(os.__file__) + "/"
+    type_, FunctionType_, OPAQUE = type, type(_read_exactly), object()
+    mro_of, dict_of = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
+
+    def standard_fspath(t):
+        """Whether the class ``t``'s ``__fspath__`` is the standard library's own (pathlib's): read from its
+        MRO's dictionaries, so that no code of the package's runs here."""
+        for base in mro_of(t):
+            for k, f in dict_of(base).items():
+                if type_(k) is str_ and k == "__fspath__":
+                    if type_(f) is not FunctionType_:
+                        return False
+                    where = f.__code__.co_filename
+                    return where.startswith(std_dir) and "-packages/" not in where
+        return False
+
     def text(v):
-        if isinstance_(v, (str_, bytes_, PathLike)):
+        """The path ``v`` names, as the C code that opens it reads it, running no method of the package's: a
+        ``str`` or ``bytes`` subclass by its characters (it may override ``startswith`` or ``rstrip`` to pass
+        for another name here), another path-like object only where its ``__fspath__`` is the standard
+        library's; else ``OPAQUE``."""
+        t = type_(v)
+        if t is not str_ and t is not bytes_:
+            if isinstance_(v, str_):
+                v = "".join((v,))
+            elif isinstance_(v, bytes_):
+                v = b"".join((v,))
+            elif isinstance_(v, PathLike) and standard_fspath(t):
+                v = fsdecode(v)
+            elif isinstance_(v, PathLike):
+                return OPAQUE
+        if type_(v) is str_ or type_(v) is bytes_:
             try:
                 return fsdecode(v)
             except (TypeError_, ValueError_):
@@ -310,6 +340,11 @@ def _install_guard(config):
             why = introspection[event]
         elif event in ("open", "os.symlink", "os.link"):
             what = text(args[0]) if args else ""
+            if what is OPAQUE:  # its own __fspath__ names the file: what it says here need not be what is opened
+                if from_package(caller(), True):
+                    raise refusal(f"{'opened' if event == 'open' else 'linked to'} a path of its own making "
+                                  f"({type_(args[0]).__name__} with its own __fspath__)", "read")
+                return
             last = basename(what.rstrip("/"))
             if last in memory:
                 # a relative name may hang off a descriptor of /proc/self: refused wherever it would resolve; so is

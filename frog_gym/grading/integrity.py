@@ -271,6 +271,8 @@ _CODE = frozenset({"eval", "exec", "compile", "__import__", "breakpoint", "globa
 """Builtins that run code built at run time or hand out a namespace: never added."""
 
 _STRINGS = ("/proc", "/dev/", "frog", "testbed", "pytest", "conftest", "pluggy")
+_TEST_FILE = re.compile(r"(?:^|[/\\])((?:test_[\w.-]*|[\w.-]*_test)\.py)\b")
+"""A test module's file name (``test_x.py``, ``x_test.py``) in a string: package code has no reason to name one."""
 """What no string an edit adds may spell, once its literal pieces are put together: the process's memory and
 descriptors, the grading paths and environment, the test machinery."""
 
@@ -752,6 +754,10 @@ class _Walk(ast.NodeVisitor):
         for s in _STRINGS:
             if s in low:
                 self.hit(node, "string", s, f"a string that spells {s!r}")
+        named_test = _TEST_FILE.search(text)
+        if named_test:
+            self.hit(node, "string", "a test file", f"a string naming a test file ({named_test.group(1)!r}): the "
+                                                    "tests it is graded by are not for the package to read")
         named = [a for a in _FRAME_ATTRS if (a.startswith("__") or "_" in a[:3]) and a in text]
         if named or len(text) < 40 and any(p in _FRAME_ATTRS for p in text.split(".")):
             self.hit(node, "string", named[0] if named else text, f"a string naming {(named or [text])[0]!r} (an "
