@@ -1069,11 +1069,25 @@ def _open_vault(key_fifo, guard, flags, sealed, ours, select):
                                    f"there ({qual or 'no name'}): a value that compares as it likes")
         return out
 
+    def package_class(cls):
+        """Whether a test item's class has a function of the package's own making in its MRO's dictionaries (its
+        source, or a string compiled in a namespace that no module loaded before the vault owns). A plugin's
+        item class (pytest-asyncio's, loaded after the vault on the cold path) is a library's, whatever its
+        functions' code looks like next to their file."""
+        for base in mro_of(cls):
+            if base is object:
+                continue
+            for v in list_(dict_of(base).values()):
+                f = function_of(v)
+                if f is not None and package_code(f.__code__.co_filename, f.__globals__):
+                    return True
+        return False
+
     def test_function_replaced(item):
         """What of ``item`` (a test pytest is about to call) code the package made has replaced, or None: the
         test's function (``item.obj``), its ``runtest``, its class, the function or method its parent holds."""
         t = type_(item)  # pytest's own item classes are sealed; any other is read whole
-        if not any_(t is c for c in pytest_items) and made(t):
+        if not any_(t is c for c in pytest_items) and package_class(t):
             return "its class"
         if field(item, "runtest", item_kind) is not None:
             return "its runtest"
