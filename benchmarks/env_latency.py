@@ -66,6 +66,7 @@ from frog_gym.sandbox.workspace import Change, Workspace, template_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpumeter import CpuMeter  # noqa: E402
+from taskpick import pick  # noqa: E402
 
 TASKS = ("attrs__comparison_flip-b631b0b7", "attrs__early_return-b76e57a6", "flask__slice_range_off_by_one-1b5b3acb",
          "jinja2__loop_bound-da800e5c", "jinja2__comparison_flip-ba92fbb3", "click__swapped_if_else-ee843ce1",
@@ -340,7 +341,7 @@ def main() -> None:
     if not args.skip_resets:
         resets("inflection__swapped_call_args-e597d9c8", "attrs__comparison_flip-b631b0b7", args.resets)
     if not args.skip_grading:
-        ids = args.task or (heavy_set(args.heavy, args.random) if args.set == "heavy" else list(TASKS))
+        ids = args.task or (heavy_set(args.heavy, args.random) if args.set == "heavy" else pick(TASKS))
         grading(ids, args.n, meter, ("bare", "warm") if args.no_cold else ("bare", "warm", "cold"))
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
     meter.close()

@@ -54,6 +54,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpumeter import CpuMeter  # noqa: E402
+from taskpick import pick  # noqa: E402
 
 from frog_gym import paths  # noqa: E402
 from frog_gym.catalog.live import is_live, task_spec  # noqa: E402
@@ -249,7 +250,7 @@ def main() -> None:
     meter = CpuMeter()
     print(f"load average at start: {os.getloadavg()}; CPU time: {meter.kind}\n")
     summary: dict[str, list[float]] = {s: [] for s in sides}
-    for tid in a.task or TASKS:
+    for tid in a.task or pick(TASKS, heaviest=True):
         with tempfile.TemporaryDirectory(dir=paths.home() / "work", prefix="grading-profile-") as d:
             work = Path(d)
             t = Task(tid, work, a.first, a.baseline_plugin)

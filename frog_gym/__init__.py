@@ -26,7 +26,7 @@ TOY_MAX_STEPS = 4
 def _register_all() -> None:
     from gymnasium.envs.registration import EnvSpec, register, registry
 
-    from frog_gym.catalog.live import LIVE_MARK
+    from frog_gym.catalog.live import LIVE_MARK, time_split
     from frog_gym.catalog.task import registered_task_ids, task_index
 
     entry = "frog_gym.env:FrogSWEEnv"
@@ -42,7 +42,8 @@ def _register_all() -> None:
     toy = sorted(iid for iid in task_index() if iid.startswith(TOY_REPO + "__"))
     if toy and "FrogSWE-Toy-v0" not in registry:
         register("FrogSWE-Toy-v0", entry_point=entry, max_episode_steps=TOY_MAX_STEPS, kwargs={"task_ids": toy})
-    live = [iid for iid in registered_task_ids() if LIVE_MARK in iid]
+    held_out = time_split()["live"]
+    live = [iid for iid in registered_task_ids() if LIVE_MARK in iid and held_out.get(iid, {}).get("held_out")]
     if live and "FrogLive-v0" not in registry:
         register("FrogLive-v0", entry_point=entry, max_episode_steps=DEFAULT_MAX_STEPS, kwargs={"task_ids": live})
 

@@ -16,7 +16,7 @@ import pytest
 from gymnasium.envs.registration import load_env_creator
 
 import frog_gym
-from frog_gym.catalog.live import LIVE_MARK
+from frog_gym.catalog.live import LIVE_MARK, time_split
 from frog_gym.catalog.task import registered_task_ids, task_index
 
 if sys.version_info >= (3, 11):
@@ -53,7 +53,8 @@ def test_the_gym_ids_are_the_pools_and_one_per_task():
     toy = gym.spec("FrogSWE-Toy-v0").kwargs["task_ids"]
     assert toy and all(t.startswith("frogtoy__") for t in toy) and gym.spec("FrogSWE-Toy-v0").max_episode_steps == 4
     live = gym.spec("FrogLive-v0").kwargs["task_ids"]
-    assert live == [t for t in registered_task_ids() if LIVE_MARK in t] and live
+    held_out = time_split()["live"]
+    assert live == [t for t in registered_task_ids() if LIVE_MARK in t and held_out[t]["held_out"]] and live
     some = sorted(task_index())[0]
     assert gym.spec(f"FrogSWE/{some}-v0").kwargs == {"task_id": some}
 

@@ -7,8 +7,9 @@ applied at grading only. Its ``provenance`` records both versions, the release d
 problem statement came from (the release's changelog, or generated when no entry matched).
 
 Live tasks are ids ``<repo>__live-<N+1>-<k>`` in ``registry/tasks/<repo>.live.jsonl``: ``FrogLive-v0``
-samples them, the ``live`` suite benchmarks them, and neither ``FrogSWE-v0`` nor the curriculum ever
-sees them. Mirror tasks (``<repo>__mirror-<N+1>-<k>``, in ``<repo>.mirror.jsonl``) are the same kind of
+samples the *held-out* ones (fixes released after the repository's training snapshot, checked to be absent
+from it: ``frog_gym.generators.timesplit``), the ``live`` suite benchmarks them, and neither ``FrogSWE-v0`` nor
+the curriculum ever sees any live task. Mirror tasks (``<repo>__mirror-<N+1>-<k>``, in ``<repo>.mirror.jsonl``) are the same kind of
 fix reversed onto the repository's pinned release: they are training tasks.
 
 Example:
@@ -72,11 +73,25 @@ def released(task: Any) -> str:
     return str((task.provenance or {}).get("released", ""))[:10]
 
 
-def live_task_ids(since: str | None = None) -> list[str]:
-    """The registered live task ids, sorted; with ``since``, only fixes released on or after that date."""
+def time_split() -> dict[str, Any]:
+    """``registry/timesplit.json``: per repository its training snapshot, per live task whether it is held out
+    (``frog_gym.generators.timesplit`` writes it; ``tests/test_time_split.py`` checks it against the data)."""
+    import json
+    from importlib import resources
+
+    f = resources.files("frog_gym.registry").joinpath("timesplit.json")
+    return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else {"repos": {}, "live": {}}
+
+
+def live_task_ids(since: str | None = None, *, seen: bool = False) -> list[str]:
+    """The held-out live task ids, sorted (what ``FrogLive-v0`` and the ``live`` suite hold); with ``since``,
+    only fixes released on or after that date. ``seen=True``: the live tasks that are *not* held out (their
+    fix is in the repository's training snapshot), loadable by id but in no FrogLive suite."""
     from frog_gym.catalog.task import load_task, registered_task_ids
 
-    ids = [i for i in registered_task_ids() if is_live(i)]
+    verdicts = time_split()["live"]
+    ids = [i for i in registered_task_ids() if is_live(i)
+           and bool(verdicts.get(i, {}).get("held_out", False)) != seen]
     if since:
         check_date(since)
         ids = [i for i in ids if released(load_task(i)) >= since]
