@@ -127,18 +127,29 @@ def retire_old(name: str, version: str) -> dict[str, int]:
 
 
 def drop_failed(name: str, record: Path) -> list[str]:
-    """Drop the pool tasks of ``name`` whose last graded verdict in ``record`` failed (a generated bug that
-    validation accepts but grading cannot score honestly, e.g. one that makes the package start a process)."""
+    """Drop the pool tasks of ``name`` whose last graded verdict in ``record`` failed, or whose oracle recording
+    changed a gold test's outcome (generated bugs that validation accepts but grading cannot score honestly:
+    one that makes the package start a process, tests that depend on the sandbox, e.g. symlinks), and keep in
+    the oracle file only the records of tasks still registered."""
+    import gzip
+
     last: dict[str, dict[str, Any]] = {}
     for line in record.read_text(encoding="utf-8").splitlines():
         v = json.loads(line)
         if v.get("mode") == "graded":
             last[v["id"]] = v
-    bad = sorted(i for i, v in last.items() if i.startswith(name + "__") and not v["ok"])
+    bad = {i for i, v in last.items() if i.startswith(name + "__") and not v["ok"]}
+    oracle = ORACLES / f"{name}.jsonl.gz"
+    recs = ([json.loads(x) for x in gzip.decompress(oracle.read_bytes()).decode().splitlines() if x.strip()]
+            if oracle.exists() else [])
+    bad |= {r["instance_id"] for r in recs if r.get("changed_outcome")}
     from frog_gym.generators.taskfiles import rewrite_task_file
 
     rewrite_task_file(TASKS / f"{name}.jsonl", lambda r: None if r["instance_id"] in bad else r)
-    return bad
+    kept = {r["instance_id"] for kind in ("", ".live", ".mirror") for r in _records(TASKS / f"{name}{kind}.jsonl")}
+    if recs:
+        oracle.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in recs if r["instance_id"] in kept).encode()))
+    return sorted(bad)
 
 
 def main(argv: list[str] | None = None) -> int:
