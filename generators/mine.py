@@ -592,7 +592,11 @@ def family_pairs(spec: RepoSpec, pairs: list[tuple[Release, Release]], family: s
                 if not p.stem.endswith(".mirror")} | live_releases(spec.name)
         return [(a, b) for a, b in pairs if Version(b.version) <= pinned and b.version not in live]
     mirror = mirror_releases(spec.name)
-    return [(a, b) for a, b in pairs if not state_path(spec, a, b, "mirror").exists() and b.version not in mirror]
+    # The time split (generators/timesplit.py): a live fix must come after the training snapshot, so live
+    # mining starts at the pinned release (N >= pin); the pairs before it are the training code's past.
+    pinned = Version(spec.source.version) if spec.source.version else None
+    return [(a, b) for a, b in pairs if not state_path(spec, a, b, "mirror").exists() and b.version not in mirror
+            and (pinned is None or Version(a.version) >= pinned)]
 
 
 def mine(repos: list[str], *, since: str | None = None, max_pairs: int | None = 12, runs: int = 3,

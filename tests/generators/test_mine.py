@@ -3,6 +3,8 @@ local server), and the CLI's bad-input line."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import http.server
 import json
@@ -272,6 +274,7 @@ def test_a_release_pair_belongs_to_one_family(tmp_path, monkeypatch):
 
     monkeypatch.setenv("FROG_GYM_HOME", str(tmp_path))
     spec = load_repo("semver")
+    spec = dataclasses.replace(spec, source=dataclasses.replace(spec.source, version="2.0.0"))
     rels = [mine.Release(v, f"semver-{v}.tar.gz", "", "0" * 64, f"2020-01-0{i + 1}")
             for i, v in enumerate(["2.0.0", "2.0.1", "2.0.2", "2.0.3"])]
     pairs = mine.pairs_for(spec, rels, None, None)
@@ -280,8 +283,25 @@ def test_a_release_pair_belongs_to_one_family(tmp_path, monkeypatch):
     claimed.write_text("{}")
     assert [b.version for _, b in mine.family_pairs(spec, pairs, "live")] == ["2.0.3", "2.0.1"]
     mine.state_path(spec, rels[2], rels[3]).write_text("{}")
+    spec = dataclasses.replace(spec, source=dataclasses.replace(spec.source, version="2.0.3"))
     live_of_mirror = {b.version for _, b in mine.family_pairs(spec, pairs, "mirror")}
     assert "2.0.3" not in live_of_mirror and {"2.0.1", "2.0.2"} <= live_of_mirror
+
+
+def test_live_mining_starts_at_the_training_snapshot(tmp_path, monkeypatch):
+    """The time split: a live fix is released after the training snapshot, so no pair before the pin is mined
+    for live tasks (those fixes are in the training code); mirror tasks come from exactly those pairs."""
+    from frog_gym.catalog.spec import load_repo
+
+    monkeypatch.setenv("FROG_GYM_HOME", str(tmp_path))
+    spec = load_repo("semver")
+    spec = dataclasses.replace(spec, source=dataclasses.replace(spec.source, version="2.0.1"))
+    rels = [mine.Release(v, f"semver-{v}.tar.gz", "", "0" * 64, f"2020-01-0{i + 1}")
+            for i, v in enumerate(["2.0.0", "2.0.1", "2.0.2", "2.0.3"])]
+    pairs = mine.pairs_for(spec, rels, None, None)
+    assert [(a.version, b.version) for a, b in mine.family_pairs(spec, pairs, "live")] == [("2.0.2", "2.0.3"),
+                                                                                          ("2.0.1", "2.0.2")]
+    assert [b.version for _, b in mine.family_pairs(spec, pairs, "mirror")] == ["2.0.1"]
 
 
 def test_an_entry_citing_the_issue_a_failing_test_is_named_after_wins(tmp_path):
