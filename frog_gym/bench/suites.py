@@ -57,12 +57,13 @@ SUITES: dict[str, SuiteDef] = {
         SuiteDef("smoke", 20, 2, "about 20 tasks across tiers and repositories: a quick check of an agent"),
         SuiteDef("lite", 300, 2, "about 300 tasks, stratified by tier: the default for comparing agents"),
         SuiteDef("full", None, 2, "every registered task but the toy family"),
-        SuiteDef("live", None, 1, "FrogLive: every real fix mined from consecutive PyPI releases, held out of "
-                 "training (live@YYYY-MM-DD: only fixes released since that date)", pool="live"),
+        SuiteDef("live", None, 2, "FrogLive: the real fixes mined from consecutive PyPI releases that are held "
+                 "out of training (released after their repository's training snapshot and absent from it; "
+                 "live@YYYY-MM-DD: only fixes released since that date)", pool="live"),
     )
 }
 """The named suites. Changing a suite's rule means a new version, never an edit in place (version 2 leaves
-the toy family out)."""
+the toy family out; live's version 2 holds only the fixes the time split holds out)."""
 
 
 @dataclass(frozen=True)
