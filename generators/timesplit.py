@@ -252,7 +252,7 @@ def table(data: dict[str, Any], was: Registry | None = None) -> str:
             old = was.spec(repo)["source"] if (was.root / "repos" / f"{repo}.toml").exists() else {}
             before = [old.get("version", "-")]
         snap = r["training_release"] or "- (no training task)"
-        span = f"{dates[0]} .. {dates[-1]}" if len(dates) > 1 else (dates[0] if dates else "-")
+        span = f"{dates[0]} .. {dates[-1]}" if len(set(dates)) > 1 else (dates[0] if dates else "-")
         out.append("| " + " | ".join([repo, *before, snap, r["training_date"] or "-", str(held),
                                        str(len(mine) - held), span]) + " |")
     return "\n".join(out)
