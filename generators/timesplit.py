@@ -236,11 +236,36 @@ def report(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def table(data: dict[str, Any], was: Registry | None = None) -> str:
+    """The split per repository as a markdown table (``docs/froglive.md``): its training snapshot and date,
+    with ``was`` the pin it had there (e.g. a checkout from before the split), and its live fixes: held out and
+    seen, with the release dates of the held-out ones."""
+    head = ["repository", *(["pin before"] if was else []), "training snapshot", "its upload date",
+            "live held out", "live seen", "held-out fixes released"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for repo, r in data["repos"].items():
+        mine = {i: v for i, v in data["live"].items() if i.startswith(repo + "__")}
+        dates = sorted(v["released"] for v in mine.values() if v["held_out"])
+        held = sum(v["held_out"] for v in mine.values())
+        before = []
+        if was:
+            old = was.spec(repo)["source"] if (was.root / "repos" / f"{repo}.toml").exists() else {}
+            before = [old.get("version", "-")]
+        snap = r["training_release"] or "- (no training task)"
+        span = f"{dates[0]} .. {dates[-1]}" if len(set(dates)) > 1 else (dates[0] if dates else "-")
+        out.append("| " + " | ".join([repo, *before, snap, r["training_date"] or "-", str(held),
+                                       str(len(mine) - held), span]) + " |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m frog_gym.generators.timesplit", description=__doc__.split("\n\n")[0])
     ap.add_argument("--registry", type=Path, default=None, help="a registry folder (default: the installed one)")
     ap.add_argument("--write", action="store_true", help="write registry/timesplit.json")
     ap.add_argument("--figures", action="store_true", help="print the contamination figures (fetches snapshots)")
+    ap.add_argument("--table", action="store_true", help="print the split per repository as a markdown table")
+    ap.add_argument("--was", type=Path, default=None, help="with --table: a registry folder from before the split, "
+                    "whose pins the table shows beside the new ones")
     args = ap.parse_args(argv)
     reg = Registry(args.registry or registry_dir())
     data = split(reg, _tree)
@@ -252,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         n = sum(1 for i, v in data["live"].items() if i.startswith(repo + "__") and v["held_out"])
         print(f"  {repo:16} training {r['training_release'] or '-':10} {r['training_date'] or '-':10} "
               f"({r['training_tasks']} tasks)  held out {n}")
+    if args.table:
+        print(table(data, Registry(args.was) if args.was else None))
     if args.figures:
         print(report(figures(reg, _tree)))
     return 0

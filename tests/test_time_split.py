@@ -92,3 +92,19 @@ def test_the_check_finds_a_fix_in_a_snapshot_that_holds_it(registry, rows):
         base = ts.snapshot_lines(ts._tree(r["repo"], src))
         fix = ts.fix_lines(by_id[r["id"]], lambda src: base)
         assert len(fix & fixed) / len(fix) >= 0.95, r["id"]
+
+
+def test_the_table_shows_each_repository_s_split():
+    """``--table`` (the table of docs/froglive_timesplit.md) gives each repository's snapshot, date and counts as the
+    split file holds them."""
+    data = time_split()
+    rows = [line.strip("|").split(" | ") for line in ts.table(data).splitlines()[2:]]
+    assert [r[0].strip() for r in rows] == sorted(data["repos"])
+    for repo, snap, date, held, seen, span in ([c.strip() for c in r] for r in rows):
+        mine = {i: v for i, v in data["live"].items() if i.startswith(repo + "__")}
+        held_dates = sorted(v["released"] for v in mine.values() if v["held_out"])
+        assert (int(held), int(seen)) == (len(held_dates), len(mine) - len(held_dates)), repo
+        assert date == (data["repos"][repo]["training_date"] or "-"), repo
+        assert snap.startswith(data["repos"][repo]["training_release"] or "- (no training task)"), repo
+        assert span == ("-" if not held_dates else f"{held_dates[0]} .. {held_dates[-1]}" if len(set(held_dates)) > 1
+                        else held_dates[0]), repo
