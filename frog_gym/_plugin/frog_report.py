@@ -56,13 +56,15 @@ import sys
 def _sibling(name):
     """This plugin's module ``name`` (``frog_guard``, ``frog_vault``...), loaded from the file next to this one: never
     found through ``sys.path``, where the repository's folder comes first, and never put in ``sys.modules``, one
-    lookup away from code under test. Runs at import, before any code under test."""
+    lookup away from code under test. Runs at import, before any code under test. (``importlib.util`` is left
+    alone: a process a test starts would pay for importing it.)"""
     from importlib.machinery import SourceFileLoader
-    from importlib.util import module_from_spec, spec_from_loader
 
-    loader = SourceFileLoader(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py"))
-    module = module_from_spec(spec_from_loader(name, loader))
-    loader.exec_module(module)
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    loader = SourceFileLoader(name, path)
+    module = type(sys)(name)
+    module.__file__, module.__loader__ = path, loader
+    exec(loader.get_code(name), vars(module))
     return module
 
 

@@ -18,7 +18,7 @@ _BEHAVIOUR_SLOTS = (
     "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__", "__contains__",
     "__format__", "__add__", "__radd__", "__iadd__", "__rsub__", "__rmul__", "__rmod__", "__rtruediv__", "__ror__",
     "__rand__", "__index__", "__instancecheck__", "__subclasscheck__")
-"""frog_gym.grading.integrity.BEHAVIOUR_SLOTS (this plugin imports nothing of frog_gym; a test keeps the two equal)."""
+"""frog_gym.grading.integrity.BEHAVIOUR_SLOTS (the report plugin imports nothing of frog_gym; a test keeps the two equal)."""
 
 
 # -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
@@ -28,13 +28,13 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     """Keep a graded run's outcomes, the guard's and seal's findings, and the key (inside an HMAC object), where
     code under test can't reach them: in the suspended frame of a generator that only an audit hook (PEP 578)
     resumes. Nothing in Python refers to an installed audit hook, and the ways to find one anyway (the garbage
-    collector, ctypes) are refused by the guard, as is the generator's frame; this module's globals, by contrast,
-    are one ``sys.modules`` lookup away, and a package that rebinds its signer, rewrites its recorded outcomes or
-    registers a plugin of its own would otherwise forge a pass. While the vault runs, no code of the package can:
+    collector, ctypes) are refused by the guard, as is the generator's frame; the report plugin's globals, by
+    contrast, are one ``sys.modules`` lookup away (this module's one ``__globals__`` further), and a package that
+    rebinds a signer, rewrites recorded outcomes or registers a plugin of its own would otherwise forge a pass. While the vault runs, no code of the package can:
     its signal handlers are swapped for one that defers the signal, the collector is off (no finaliser runs), and
     no audit hook may be added (the guard); the process's memory is refused through ``/proc`` (the guard).
 
-    This plugin's hooks hand the vault what pytest gives them, as audit events (``frog.vault.*``). The vault
+    The report plugin's hooks hand the vault what pytest gives them, as audit events (``frog.vault.*``). The vault
     takes an event only from the hook function it expects, called on the main thread inside pytest's session with
     no frame of the package's (or of code compiled from a string) on the stack, and for the test pytest is running
     (between its ``logstart`` and ``logfinish``); anything else is recorded as tampering. A report given twice for
