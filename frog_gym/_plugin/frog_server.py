@@ -224,8 +224,8 @@ def _code_ahead(req):
         source = _source(path, tests)
         if source is not None:
             made += _remember(_REWRITTEN, path, source, _rewritten)
-    for path in req.get("compile", ()):
-        source = _source(path, [TESTBED])
+    for path in req.get("compile", ()):  # the package's modules, and the report plugin's parts (frog_report loads)
+        source = _source(path, [TESTBED, PLUGIN])
         if source is not None:
             made += _remember(_COMPILED, path, source, _compiled)
     c = req.get("canaries")

@@ -27,7 +27,7 @@ inside the test process, so grading trusts nothing that process could fake on it
    must fail and one that must pass; a patch that flips outcomes wholesale turns a must-fail canary green
    and is caught, whatever it did to hide.
 
-5. **Guarded test files** (``frog_gym/_plugin/frog_report.py``): an audit hook in the test process refuses
+5. **Guarded test files** (``frog_gym/_plugin/frog_guard.py``): an audit hook in the test process refuses
    the package's own code every read of the graded test files (hidden tests, canaries) and every process
    start (a child would run without the hook), and reports it.
 
@@ -65,6 +65,7 @@ def grading_code_digest() -> str:
 
         h = hashlib.sha256()
         for name in ("grading/integrity.py", "grading/runner.py", "grading/server.py", "_plugin/frog_report.py",
+                     "_plugin/frog_key.py", "_plugin/frog_guard.py", "_plugin/frog_seal.py", "_plugin/frog_vault.py",
                      "_plugin/frog_server.py", "_plugin/frog_boot.py", "_plugin/sitecustomize.py", "grading/oracle.py",
                      "_plugin/frog_oracle.py"):
             h.update(resources.files("frog_gym").joinpath(name).read_bytes())

@@ -56,6 +56,11 @@ def _plugin_dir() -> Any:
     return resources.files("frog_gym").joinpath("_plugin")
 
 
+PLUGIN_PARTS = ("frog_key.py", "frog_guard.py", "frog_seal.py", "frog_vault.py")
+"""The report plugin's parts, which ``frog_report.py`` loads from its own folder (never through ``sys.path``, never
+into ``sys.modules``): the whole ``_plugin`` folder is mounted at ``/frog/plugin``, so they travel with it."""
+
+
 GRADING_PYTEST_ARGS = ("--tb=native",)
 """pytest arguments a graded run adds after the spec's, on both paths. Failures are printed as Python prints
 them: pytest's own traceback style parses the whole test file again for every failure, and every graded run

@@ -53,8 +53,9 @@ from pathlib import Path
 from frog_gym import paths
 from frog_gym.errors import FrogGymError
 from frog_gym.grading.integrity import Canaries
-from frog_gym.grading.runner import (GRADING_PYTEST_ARGS, RunResult, TestStatus, _owned_modules, grading_selection,
-                                      key_fifo, pristine_binds, read_report, run_tests, test_files_of)
+from frog_gym.grading.runner import (GRADING_PYTEST_ARGS, PLUGIN_PARTS, RunResult, TestStatus, _owned_modules,
+                                      grading_selection, key_fifo, pristine_binds, read_report, run_tests,
+                                      test_files_of)
 from frog_gym.sandbox import owner
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox.local import readable
@@ -289,7 +290,8 @@ class GradingServer:
                    "rewrite": ["/frog/plugin/frog_report.py",
                                *(f"/testbed/{p}" for p in _test_modules(files, template) if p != canaries.file)],
                    "canaries": {"file": f"/testbed/{canaries.file}", "source": canaries.source},
-                   "compile": [f"/testbed/{p}" for p in self._package_modules(template)]}
+                   "compile": [*(f"/frog/plugin/{p}" for p in PLUGIN_PARTS),
+                               *(f"/testbed/{p}" for p in self._package_modules(template))]}
             assert self.proc is not None and self.proc.stdin is not None
             try:
                 self.proc.stdin.write((json.dumps(req) + "\n").encode())
@@ -410,7 +412,8 @@ def preload_list(repo: PreparedRepo, template: Template, owned: list[str]) -> li
     finally:
         shutil.rmtree(base, ignore_errors=True)
     names: list[str] = []
-    skip = set(owned) | {"__main__", "frog_report", "frog_coverage", "frog_server", "conftest"}
+    skip = set(owned) | {"__main__", "frog_report", "frog_coverage", "frog_server", "conftest",
+                         *(p[:-3] for p in PLUGIN_PARTS)}
     for name, file in modules.items():
         top = name.split(".")[0]
         if top in skip or top in names or str(file or "").startswith("/testbed"):

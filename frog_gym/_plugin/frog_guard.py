@@ -1,0 +1,353 @@
+"""The guard: an audit hook (PEP 578) that keeps code under test from reading the tests it is graded by, from
+starting a process, and from reaching the report vault through introspection.
+
+Part of the report plugin (``frog_report``, which loads it from this folder, never through ``sys.path``, and
+keeps it out of ``sys.modules``). :func:`install` runs while ``frog_report`` is imported, before any code under
+test: it binds everything the hook and the process-starter wrapper use (tables, helpers, builtins, exception
+classes) as closure cells, so that nothing of theirs is looked up in this module's globals (code under test can
+reach them through any function's ``__globals__``) once installed. It relies on the standard library alone, and on
+the list of findings ``frog_report`` hands it (the report's ``"guard"`` of an unsigned run; a graded run's vault
+keeps its own copy through the ``frog.vault.flag`` event). What it refuses and why: ``frog_report``'s docstring.
+"""
+
+import os
+import sys
+
+_GUARDED_EVENTS = frozenset((
+    "open", "os.symlink", "os.link", "ctypes.dlsym", "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at",
+    # every way the standard library starts a process (its one unaudited C call is wrapped: _guard_spawns)
+    "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
+    # what would reach the wrapped call's original, or run code where the hook is not installed
+    "import", "object.__getattr__", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
+    "sys._current_frames", "sys.settrace", "sys.setprofile", "cpython.PyInterpreterState_New",
+    # how the guard reaches the processes a test starts (sitecustomize.py)
+    "os.putenv", "os.unsetenv",
+    # an audit hook of the package's would run inside the report vault (which raises events itself)
+    "sys.addaudithook", "frog.vault.open"))
+_INHERITED = frozenset(("FROG_GUARD_ROOT", "FROG_SELECT", "PYTHONPATH", "PYTHONHOME"))
+_INTROSPECTION = {
+    "gc.get_objects": "searched the garbage collector's objects", "gc.get_referrers": "searched the garbage "
+    "collector's referrers", "gc.get_referents": "searched the garbage collector's referents",
+    "sys._current_frames": "read the frames of every thread", "sys.settrace": "set a trace function",
+    "sys.setprofile": "set a profile function", "cpython.PyInterpreterState_New": "started a subinterpreter "
+    "(it runs without the guard)", "ctypes.cdata": "read memory through ctypes",
+    "ctypes.string_at": "read memory through ctypes", "ctypes.wstring_at": "read memory through ctypes"}
+_MEMORY = frozenset(("mem", "maps", "smaps", "smaps_rollup", "pagemap", "numa_maps"))
+"""The files of ``/proc/<pid>`` (``self``, ``thread-self``, ``task/<tid>``) that read or write a process's memory or say
+where it lies: the key and every outcome are in this process's memory."""
+_NOT_FOR_IT = {"read": "the tests it is graded by are not for it to read",
+               "memory": "the test process's memory is not for it to read or write",
+               "start": "code under test may not start a process at grading, nor reach the guard"}
+
+
+def _package_dir(name):
+    """The folder (with a final ``/``) of the package ``name`` that ``import`` would take now, found without
+    importing it ("\0" where there is none): a process a test starts has not imported pytest, and importing it
+    there would cost each such process a tenth of a second for nothing."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return os.path.dirname(module.__file__) + "/"
+    for entry in sys.path:
+        folder = os.path.join(entry or os.getcwd(), name)
+        if os.path.isfile(os.path.join(folder, "__init__.py")):
+            return folder + "/"
+    return "\0"
+
+
+def install(config, found):
+    """Install the guard for ``config`` (the selection's ``"guard"``); each refusal is appended to ``found``."""
+    import inspect
+    import pty
+    import traceback
+    import warnings
+    import weakref
+
+    # a process a test starts inherits the guard (sitecustomize.py), with the test process's root
+    root = (os.environ.get("FROG_GUARD_ROOT") or os.getcwd()).rstrip("/") + "/"
+    os.environ["FROG_GUARD_ROOT"] = root
+    files = frozenset(str(p) for p in config.get("files", ()))
+    names = frozenset(os.path.basename(p) for p in files)
+    inodes = set()
+    for p in files:
+        try:
+            st = os.stat(root + p)
+            inodes.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+    stat = os.stat
+    code = tuple(str(c).strip("/") for c in config.get("code", ()))
+    tests = tuple(str(t).strip("/") for t in config.get("tests", ()))
+    # the package's own traceback utilities (boltons' tbutils): a read of a source line there is their caller's
+    own_readers = frozenset(str(t).strip("/") for t in config.get("readers", ()))
+    import platform
+
+    # the standard library's own reads of a source line, and platform's fixed commands (`uname -p`, which
+    # boltons' environment profile asks for through platform.processor())
+    mediators = frozenset((platform.__file__,))
+    # what reads a caller's source line for it (through linecache, which, called directly, reads whatever file
+    # it is given: it mediates nothing itself)
+    readers = frozenset((traceback.__file__, inspect.__file__, warnings.__file__))
+    # a callback the interpreter runs when an object dies runs on top of whatever frame let it die (a test's):
+    # it counts as the package's, which armed it
+    callbacks = frozenset((weakref.finalize.__call__.__code__,))
+    proc_dev = os.stat("/proc").st_dev if os.path.isdir("/proc") else None
+    vault_open = []
+    # the standard library's fork-then-exec helpers: the exec happens in the child, where a refusal is not
+    # recorded, so the fork is refused when they make it (a plain os.fork stays allowed: the child keeps the hook)
+    spawners = frozenset((os._spawnvef.__code__, pty.spawn.__code__))
+    pytest_dir = _package_dir("_pytest")
+    getframe, fsdecode, basename, hits, audit = sys._getframe, os.fsdecode, os.path.basename, found, sys.audit
+    # Everything the hook reads is bound here, never looked up in this module's globals when it runs: the module is
+    # one ``__globals__`` away, and a package that rebinds its event list, a builtin or ``os`` would switch the
+    # guard off (the lookups are faster too).
+    dirname, PathLike = os.path.dirname, os.PathLike
+    guarded, introspection, memory, inherited, not_for_it = _GUARDED_EVENTS, _INTROSPECTION, _MEMORY, _INHERITED, \
+        _NOT_FOR_IT
+    isinstance_, str_, bytes_, list_, tuple_, any_, len_, range_ = isinstance, str, bytes, list, tuple, any, len, range
+    PermissionError_, RuntimeError_, OSError_, ValueError_, TypeError_ = (PermissionError, RuntimeError, OSError,
+                                                                          ValueError, TypeError)
+
+    def plugin_file(fn):
+        """A pytest plugin's own module outside the repository (pytest-timeout's stack dump at a timeout runs on
+        top of the test's frames, the package's included)."""
+        name = basename(fn)
+        return not fn.startswith(root) and (name.startswith("pytest_") or
+                                            basename(dirname(fn)).startswith("pytest_"))
+
+    def under(rel, roots):
+        return any_(r in ("", ".") or rel == r or rel.startswith(r + "/") for r in roots)
+
+    def from_package(f, reading=False):
+        """Whether the innermost frame of the repository from ``f`` outwards is the package's (not a test's),
+        reached without pytest's own code in between, nor (``reading``) the standard library's readers of a
+        caller's source line (a traceback, ``warnings``, ``inspect``; ``linecache`` called directly is none) (pytest
+        reads the tests; a package pytest itself runs on, like pluggy, has frames further out on every stack).
+        A stack with neither pytest's frames nor the repository's (a thread whose target is a builtin, like
+        ``Thread(target=os.system)``, a callback the package left behind) counts as the package's: pytest's
+        frames are at the bottom of every stack it runs a test on."""
+        mediated = False
+        while f is not None:
+            if f.f_code in callbacks:
+                return True
+            fn = f.f_code.co_filename
+            if fn.startswith(pytest_dir) or plugin_file(fn):
+                return False
+            if fn.startswith(root):
+                rel = fn[len_(root):]
+                if rel in files or under(rel, tests):
+                    return False
+                if reading and rel in own_readers:
+                    mediated = True
+                elif under(rel, code):
+                    return not mediated
+            elif fn in mediators or reading and fn in readers:
+                mediated = True
+            f = f.f_back
+        return not mediated
+
+    std_dir = dirname(os.__file__) + "/"
+    type_, FunctionType_, OPAQUE = type, type(_package_dir), object()
+    mro_of, dict_of = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
+
+    def standard_fspath(t):
+        """Whether the class ``t``'s ``__fspath__`` is the standard library's own (pathlib's): read from its
+        MRO's dictionaries, so that no code of the package's runs here."""
+        for base in mro_of(t):
+            for k, f in dict_of(base).items():
+                if type_(k) is str_ and k == "__fspath__":
+                    if type_(f) is not FunctionType_:
+                        return False
+                    where = f.__code__.co_filename
+                    return where.startswith(std_dir) and "-packages/" not in where
+        return False
+
+    def text(v):
+        """The path ``v`` names, as the C code that opens it reads it, running no method of the package's: a
+        ``str`` or ``bytes`` subclass by its characters (it may override ``startswith`` or ``rstrip`` to pass
+        for another name here), another path-like object only where its ``__fspath__`` is the standard
+        library's; else ``OPAQUE``."""
+        t = type_(v)
+        if t is not str_ and t is not bytes_:
+            if isinstance_(v, str_):
+                v = "".join((v,))
+            elif isinstance_(v, bytes_):
+                v = b"".join((v,))
+            elif isinstance_(v, PathLike) and standard_fspath(t):
+                v = fsdecode(v)
+            elif isinstance_(v, PathLike):
+                return OPAQUE
+        if type_(v) is str_ or type_(v) is bytes_:
+            try:
+                return fsdecode(v)
+            except (TypeError_, ValueError_):
+                return ""
+        if isinstance_(v, (list_, tuple_)):
+            return " ".join(text(x) for x in v)
+        return ""
+
+    def refusal(why, kind):
+        message = f"code under test {why} ({not_for_it[kind]})"
+        if message not in hits:
+            hits.append(message)
+        audit("frog.vault.flag", message)  # the vault's copy (a graded run's report), out of the package's reach
+        return PermissionError_(message)
+
+    def caller():
+        try:
+            return getframe(2)
+        except ValueError_:  # an event raised with no Python frame below the hook
+            return None
+
+    keeper = []
+
+    def hook(event, args):
+        if event not in guarded:
+            return
+        kind = "start"
+        if event == "import":
+            if not args or not isinstance_(args[0], str_) or args[0].rpartition(".")[2] != "_posixsubprocess":
+                return
+            # refused whoever asks: it is never imported twice unless code removed it from sys.modules, and a
+            # fresh copy would hold the unwrapped call for everyone after
+            raise refusal("imported _posixsubprocess afresh (it starts processes without an audit event)", kind)
+        elif event == "object.__getattr__":
+            if not keeper or not args or args[0] is not keeper[0]:
+                return
+            raise refusal(f"looked into the guard's process starter ({text(args[1:2])})", kind)
+        elif event in ("os.fork", "os.forkpty"):
+            f = caller()
+            for _ in range_(3):
+                if f is None or f.f_code in spawners:
+                    break
+                f = f.f_back
+            if f is None:
+                return
+            why = "started a process (a fork that execs)"
+        elif event == "frog.vault.open":
+            vault_open.append(True)
+            return
+        elif event == "sys.addaudithook":
+            if not vault_open:
+                return  # the vault's own
+            why = "added an audit hook (it would run inside the report vault)"
+            if from_package(caller()):
+                refusal(why, "start")
+            raise RuntimeError_(why)  # a RuntimeError: the hook is not added, and the caller carries on
+        elif event in ("os.putenv", "os.unsetenv"):
+            key = text(args[0]) if args else ""
+            if key not in inherited:
+                return
+            why = f"changed ${key} (the guard reaches the processes a test starts through it)"
+        elif event in introspection:
+            why = introspection[event]
+        elif event in ("open", "os.symlink", "os.link"):
+            what = text(args[0]) if args else ""
+            if what is OPAQUE:  # its own __fspath__ names the file: what it says here need not be what is opened
+                if from_package(caller(), True):
+                    raise refusal(f"{'opened' if event == 'open' else 'linked to'} a path of its own making "
+                                  f"({type_(args[0]).__name__} with its own __fspath__)", "read")
+                return
+            last = basename(what.rstrip("/"))
+            if last in memory:
+                # a relative name may hang off a descriptor of /proc/self: refused wherever it would resolve; so is
+                # any frame's attempt (a callback the package left would run on a test's frames)
+                try:
+                    elsewhere = what.startswith("/") and stat(what).st_dev != proc_dev
+                except (OSError_, ValueError_):
+                    elsewhere = True
+                if not elsewhere:
+                    raise refusal(f"{'opened' if event == 'open' else 'linked to'} {what}", "memory")
+            if last not in names:
+                return
+            if what.startswith("/"):  # the same name elsewhere (another package's __init__.py) is no test file
+                try:
+                    st = stat(what)
+                    if (st.st_dev, st.st_ino) not in inodes:
+                        return
+                except (OSError_, ValueError_):
+                    pass
+            # a relative name counts whatever it resolves to from here: a directory descriptor may be its base
+            why, kind = (f"opened {what}" if event == "open" else f"linked to {what}"), "read"
+            if from_package(caller(), True):
+                raise refusal(why, kind)
+            return
+        elif event == "ctypes.dlsym":
+            why, kind = "called into a C library through ctypes", "read"
+        else:
+            command = text(args[0] if event == "os.system" else args[2] if event == "os.spawn" else args[1])
+            why = f"started a process: {command.strip()[:200]}"
+        if from_package(caller()):
+            raise refusal(why, kind)
+
+    _guard_spawns(from_package, refusal, keeper)  # first: it imports _posixsubprocess, which the hook refuses
+    sys.addaudithook(hook)
+
+
+def _guard_spawns(from_package, refusal, keeper):
+    """Replace ``_posixsubprocess.fork_exec`` (the C call under ``subprocess``, ``multiprocessing``'s spawn
+    and forkserver, ``concurrent.futures``' process pools), which raises no audit event, everywhere it is
+    held with a wrapper that refuses the package's frames. The original lives only in the frame of a
+    suspended generator: reaching it takes ``gi_frame`` (audited), the garbage collector (audited), another
+    thread's frames (audited) or a fresh import of the module (audited); the hook refuses each. Sending to
+    the generator directly is checked the same way, and an exception thrown into it never leaves it (its
+    traceback would hold the frame)."""
+    import _posixsubprocess
+    import subprocess
+    import threading
+
+    original = _posixsubprocess.fork_exec
+    getframe, fsencode = sys._getframe, os.fsencode
+    # bound here, as install() binds the hook's: the generator's frame holds the original, and a builtin rebound in
+    # this module's globals would run the package's code on top of it
+    type_, list_, tuple_, str_, bytes_, isinstance_, enumerate_ = type, list, tuple, str, bytes, isinstance, enumerate
+    BaseException_, GeneratorExit_ = BaseException, GeneratorExit
+
+    def argv(call):  # only exact str and bytes are read: no method of the package's may run below run()
+        words = call[0] if type_(call) is tuple_ and call and type_(call[0]) in (list_, tuple_) else ()
+        return " ".join(w.decode(errors="replace") if type_(w) is bytes_ else w for w in words
+                        if type_(w) in (str_, bytes_))[:200]
+
+    def run():
+        reply = None
+        while True:
+            try:
+                call = yield reply
+            except GeneratorExit_:
+                return
+            except BaseException_:  # noqa: BLE001 (thrown in: let out, it would carry this frame with it)
+                reply = (refusal("threw into the guard's process starter", "start"), None)
+                continue
+            # the wrapper's caller, or whoever sends here directly; the wrapper sends a tuple of plain values
+            if type_(call) is not tuple_ or from_package(getframe(1)):
+                reply = (refusal(f"started a process: {argv(call)}", "start"), None)
+                continue
+            try:
+                reply = (None, original(*call))
+            except BaseException_ as e:  # noqa: BLE001 (handed to the caller, without this frame)
+                reply = (e.with_traceback(None), None)
+
+    gen = run()
+    next(gen)
+    send, lock = gen.send, threading.Lock()
+    os.register_at_fork(after_in_child=lock._at_fork_reinit)
+
+    def fork_exec(*args):
+        # path-likes become bytes here (argv, executables, cwd, environment), so that no __fspath__ of the
+        # package's runs below the generator's frame
+        args = tuple_([fsencode(x) for x in a] if i in (0, 1, 5) and isinstance_(a, (list_, tuple_))
+                      else fsencode(a) if i == 4 and a is not None else a for i, a in enumerate_(args))
+        with lock:
+            error, pid = send(args)
+        if error is not None:
+            raise error
+        return pid
+
+    keeper.append(gen)
+    for m in list(sys.modules.values()):
+        d = getattr(m, "__dict__", None)
+        if isinstance(d, dict):
+            for k, v in list(d.items()):
+                if v is original:
+                    d[k] = fork_exec
+    subprocess._fork_exec = fork_exec
+

@@ -1,0 +1,55 @@
+"""The seal: pytest's and pluggy's modules and classes as they were before any code under test ran, and which of
+them a test's report passes through.
+
+Part of the report plugin (``frog_report``, which loads it from this folder, never through ``sys.path``, and
+keeps it out of ``sys.modules``). :func:`make_seal` runs while ``frog_report`` is imported, before any code under
+test; the vault (``frog_vault``) takes the snapshot and these tables as arguments when it opens and checks them with
+what it bound then: nothing here is looked up afterwards. It relies on the standard library alone.
+"""
+
+import sys
+
+_SEALED_ROOTS = ("_pytest", "pytest", "pluggy")
+_UNSEALED = frozenset(("RUNNER_CLASS", "CHECKER_CLASS", "_pluginmanager", "_config", "_recursive_debug",
+                       "_wrapped_pdb_cls", "_getini_unknown_type", "makedir", "fspath", "invocation_dir", "rootdir",
+                       "inifile", "startdir", "_tmpdirhandler", "_reprcompare", "_assertion_pass"))
+"""Names pytest itself rebinds during a run: doctest's lazily made classes, the debugger's class state, the
+assertion hooks it sets around each test, and what its ``legacypath`` plugin patches into its classes."""
+
+def make_seal():
+    """Every module of pytest and pluggy loaded now (``-p`` loads this plugin after all of pytest's built-in
+    plugins and before any code under test) and every class defined there, with each attribute's object.
+    Code under test that replaces one (``_pytest.runner.call_and_report``, a report class's method, pluggy's
+    hook caller) to rewrite outcomes is then seen however it got hold of the module: the static check only
+    reads what the edits spell out."""
+    import types
+
+    sealed, seen = [], set()
+
+    def own(d):
+        return tuple((k, v) for k, v in d.items()
+                     if k not in _UNSEALED and not (k.startswith("__") and k.endswith("__")))
+
+    for name, mod in list(sys.modules.items()):
+        if not isinstance(mod, types.ModuleType) or name.split(".")[0] not in _SEALED_ROOTS or id(mod) in seen:
+            continue
+        seen.add(id(mod))
+        d = mod.__dict__
+        sealed.append((name, d, own(d)))
+        for v in list(d.values()):
+            if isinstance(v, type) and getattr(v, "__module__", None) == name and id(v) not in seen:
+                seen.add(id(v))
+                sealed.append((f"{name}.{v.__qualname__}", v.__dict__, own(v.__dict__)))
+    return sealed
+
+
+HOT = ("_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.main", "_pytest.skipping",
+        "_pytest.outcomes", "_pytest.nodes", "_pytest.fixtures", "_pytest.unittest", "_pytest.capture",
+        "_pytest.config", "pytest", "pluggy._hooks", "pluggy._callers", "pluggy._manager", "pluggy._result")
+"""The modules a report passes through: checked at each report of a graded test file's test."""
+HOT_HOOKS = frozenset((
+    "pytest_runtest_protocol", "pytest_runtest_logstart", "pytest_runtest_setup", "pytest_runtest_call",
+    "pytest_runtest_teardown", "pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_runtest_logfinish",
+    "pytest_pyfunc_call", "pytest_report_teststatus", "pytest_exception_interact", "pytest_sessionfinish"))
+"""The hooks a test's report passes through: their implementations are checked at each report of a graded file."""
+

@@ -1,0 +1,828 @@
+"""The vault: a graded run's outcomes, the guard's and seal's findings and the report's key (inside an HMAC object),
+kept in the suspended frame of a generator that only an audit hook resumes; it checks the seal and the test
+functions, looks for values that compare as they like, and writes and signs the report.
+
+Part of the report plugin (``frog_report``, which loads it from this folder, never through ``sys.path``, and
+keeps it out of ``sys.modules``, and opens the vault last, before any code under test runs). :func:`open_vault`
+relies on the standard library and on what ``frog_report`` hands it (the FIFO and its reader, the seal and its
+tables, the plugin's hooks and module, the namespaces of the plugin's own code): every function it leaves behind
+binds what it uses as closure cells or default arguments, builtins and exception classes included, so that
+nothing is looked up in this module's globals (code under test can reach them through any function's
+``__globals__``) once the vault is open.
+"""
+
+import os
+import sys
+
+_BEHAVIOUR_SLOTS = (
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__", "__contains__",
+    "__format__", "__add__", "__radd__", "__iadd__", "__rsub__", "__rmul__", "__rmod__", "__rtruediv__", "__ror__",
+    "__rand__", "__index__", "__instancecheck__", "__subclasscheck__")
+"""frog_gym.grading.integrity.BEHAVIOUR_SLOTS (the report plugin imports nothing of frog_gym; a test keeps the two equal)."""
+
+
+# -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
+
+def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_hooks, ours, plugin, own,
+               select):
+    """Keep a graded run's outcomes, the guard's and seal's findings, and the key (inside an HMAC object), where
+    code under test can't reach them: in the suspended frame of a generator that only an audit hook (PEP 578)
+    resumes. Nothing in Python refers to an installed audit hook, and the ways to find one anyway (the garbage
+    collector, ctypes) are refused by the guard, as is the generator's frame; the report plugin's globals, by
+    contrast, are one ``sys.modules`` lookup away (this module's one ``__globals__`` further), and a package that
+    rebinds a signer, rewrites recorded outcomes or registers a plugin of its own would otherwise forge a pass. While the vault runs, no code of the package can:
+    its signal handlers are swapped for one that defers the signal, the collector is off (no finaliser runs), and
+    no audit hook may be added (the guard); the process's memory is refused through ``/proc`` (the guard).
+
+    The report plugin's hooks hand the vault what pytest gives them, as audit events (``frog.vault.*``). The vault
+    takes an event only from the hook function it expects, called on the main thread inside pytest's session with
+    no frame of the package's (or of code compiled from a string) on the stack, and for the test pytest is running
+    (between its ``logstart`` and ``logfinish``); anything else is recorded as tampering. A report given twice for
+    one phase keeps the worse outcome, and a report that says passed for a phase whose call raised (pytest's
+    call information, read before any other implementation of ``pytest_runtest_makereport`` runs) is tampering. Before pytest calls a test, the vault checks that the test's function, its
+    ``runtest``, its class and the definition its module or class holds are not code the package made (a package
+    that swaps the test functions of the tests that call it for ones that do nothing passes them all). At each report of a graded file's test (and fully at each canary and at the
+    end) it checks the seal: pytest's and pluggy's modules and classes, and every implementation of the hooks a
+    report passes through (a plugin the package registered), using only what it bound when it was made (the
+    builtins included: code under test may rebind those too). At the end it writes and signs the report itself,
+    with the C encoder and HMAC, which no Python code can rebind under it.
+
+    ``key_fifo``: grading's FIFO, the key next in it, read with ``read_exactly`` (``frog_key``); ``ours``: event ->
+    the report plugin's hook function that raises it; ``plugin``: the report plugin's module, as pytest registered
+    it; ``own``: the namespaces of the plugin's modules (their code is not the package's); ``sealed``:
+    ``frog_seal.make_seal``'s snapshot, ``hot_modules`` and ``hot_hooks`` the parts of it a report passes through;
+    ``flags``: what the guard found before the vault existed; ``guard``: the guard's configuration (or None);
+    ``select``: the selection, for its canaries."""
+    import _hashlib
+    import _json
+    import _operator
+    import _thread
+    import _signal
+    import functools
+    import gc
+    import itertools
+    import types
+
+    audit, getframe, get_ident, main_thread = sys.audit, sys._getframe, _thread.get_ident, _thread.get_ident()
+    hmac_new, make_encoder, encode_ascii = _hashlib.hmac_new, _json.make_encoder, _json.encode_basestring_ascii
+    open_, replace, times, environ_get = open, os.replace, os.times, os.environ.get
+    isinstance_, vars_, list_, tuple_, len_, str_, round_, any_, type_ = (
+        isinstance, vars, list, tuple, len, str, round, any, type)
+    dict_, frozenset_, BaseException_, TypeError_ = dict, frozenset, BaseException, TypeError
+    FunctionType, MethodType, partial = types.FunctionType, types.MethodType, functools.partial
+    staticmethod_, classmethod_, property_ = staticmethod, classmethod, property
+    dict_items, mro_of, dict_of = dict.items, type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
+    getset_type, member_type = type(type.__dict__["__dict__"]), type(type(sys).__dict__["__dict__"])
+    module_type = type(sys)
+    # builtins and exception classes the vault's functions use when they run (a name rebound in this module's
+    # globals would shadow the builtin, and run the package's code inside the vault)
+    reversed_, range_, bool_, object_ = reversed, range, bool, object
+    AttributeError_, OSError_, SyntaxError_, ValueError_, GeneratorExit_ = (AttributeError, OSError, SyntaxError,
+                                                                            ValueError, GeneratorExit)
+    # An object's identity without an audit event (``id()`` raises ``builtins.id``, and every event runs both audit
+    # hooks): ``object.__hash__`` is its address, rotated, so unique among live objects, whatever its class says.
+    ident = object.__hash__
+    trusted_namespaces = frozenset(ident(type(sys).__dict__["__dict__"].__get__(m)) for m in list(sys.modules.values())
+                                   if type(m) is module_type)
+    str_type, int_type, float_type, bool_type, int_add, issubclass_ = str, int, float, bool, int.__add__, issubclass
+    set_, compile_, code_type = set, compile, types.CodeType
+    all_, map_, is_, repeat_, dict_values = all, map, _operator.is_, itertools.repeat, dict.values
+    # the code of every function pytest and pluggy held before any code under test ran (nested code included):
+    # the seal's own, told apart by object
+    sealed_code, todo = set(), []
+    for _, _, items in [*sealed, *((None, None, tuple(d.items())) for d in own)]:  # the plugin's own too
+        for _, v in items:
+            for _ in range(3):
+                if type(v) in (staticmethod, classmethod, property):
+                    v = v.fget if type(v) is property else v.__func__
+            if type(v) is types.FunctionType:
+                todo.append(v.__code__)
+    while todo:
+        c = todo.pop()
+        if ident(c) not in sealed_code:
+            sealed_code.add(ident(c))
+            todo.extend(k for k in c.co_consts if type(k) is types.CodeType)
+    sealed_code = frozenset(sealed_code)  # ids of code objects held alive by the modules sealed, not the package's
+    # each sealed namespace with its names and their objects apart, for a comparison by identity in C (a get of each
+    # name, then ``is``, no Python frame per name): only a namespace where one differs is read name by name
+    sealed = [(where, d, items, d.get, tuple_(k for k, _ in items), tuple_(v for _, v in items))
+              for where, d, items in sealed]
+
+    # Code under test must never run inside the vault: its frames would lead to the vault's own (and to the
+    # key). So nothing here reads an object through Python-level dispatch it may have changed (a class's
+    # __getattribute__, a property, a metaclass, __eq__, __hash__, __str__): objects are told apart by exact type
+    # (``is``), their attributes read through the C descriptors their pytest or pluggy class had when the vault
+    # was made, and dictionaries walked item by item with exact str keys.
+    def reader(cls):
+        """A function reading an attribute of an exact ``cls`` instance without running Python code (None if absent)."""
+        inst_dict, slots = None, {}
+        for base in reversed_(mro_of(cls)):
+            for name, d in dict_of(base).items():
+                if type_(name) is not str_type:
+                    continue
+                if name == "__dict__" and type_(d) is getset_type:
+                    inst_dict = d.__get__
+                elif type_(d) is member_type:
+                    slots[name] = d.__get__
+
+        def raw(obj):
+            d = inst_dict(obj, cls) if inst_dict is not None else None
+            return d if type_(d) is dict_ else None
+
+        def items(obj):
+            d = raw(obj)
+            return [(k, v) for k, v in dict_items(d) if type_(k) is str_type] if d is not None else []
+
+        def read(obj, name):
+            get = slots.get(name)
+            if get is not None:
+                try:
+                    return get(obj, cls)
+                except AttributeError_:
+                    return None
+            if inst_dict is None:
+                return None
+            d = inst_dict(obj, cls)
+            if type_(d) is not dict_:
+                return None
+            for k, v in dict_items(d):
+                if type_(k) is str_type and k == name:
+                    return v
+            return None
+        return read, items, raw, slots
+
+    def kind(*bases):
+        """The objects of these classes (pytest's or pluggy's, as loaded before any code under test) and of their
+        subclasses (read through the C descriptors their classes hold, whoever made them)."""
+        return {"bases": tuple_(b for b in bases if b is not None), "known": {}}
+
+    def lookup(obj, k):
+        t = type_(obj)
+        hit = k["known"].get(ident(t))
+        if hit is not None and hit[0] is t:
+            return hit
+        if any_(issubclass_(t, b) for b in k["bases"]):
+            hit = k["known"][ident(t)] = (t, *reader(t))
+            return hit
+        return None
+
+    modules = sys.modules
+    config_module, nodes, reports = modules["_pytest.config"], modules["_pytest.nodes"], modules["_pytest.reports"]
+    # pluggy as pytest holds it (a pristine copy where the package under test is pluggy itself): never imported
+    # here, where an import could run the package's own copy
+    plugin_manager = next(c for c in mro_of(config_module.PytestPluginManager) if c.__name__ == "PluginManager")
+    pluggy_globals = plugin_manager.__init__.__globals__
+    report_kind, item_kind = kind(reports.BaseReport), kind(nodes.Item)
+    pytest_items = tuple_(v for m in ("_pytest.python", "_pytest.unittest", "_pytest.doctest") if m in modules
+                          for v in list_(vars_(modules[m]).values()) if isinstance_(v, type_) and issubclass_(v, nodes.Item))
+    node_kind, config_kind = kind(nodes.Node), kind(config_module.Config)
+    call_kind = kind(modules["_pytest.runner"].CallInfo)
+    pm_kind = kind(plugin_manager)
+    relay_kind = kind(pluggy_globals.get("HookRelay") or pluggy_globals.get("_HookRelay"))
+    caller_kind = kind(pluggy_globals.get("HookCaller") or pluggy_globals.get("_HookCaller"))
+    impl_kind = kind(pluggy_globals.get("HookImpl"))
+
+    def field(obj, name, k, *want):
+        """``obj.name`` for an object of ``k``'s classes, if its value is exactly of a type in ``want`` (any type
+        without ``want``); else None."""
+        hit = lookup(obj, k)
+        if hit is None:
+            return None
+        v = hit[1](obj, name)
+        if not want:
+            return v
+        t = type_(v)
+        for w in want:
+            if t is w:
+                return v
+        return None
+
+    def instance_items(obj, k):
+        """The (exact str name, value) pairs of the instance dictionary of an object of ``k``'s classes (a hook
+        relay's hooks); else []."""
+        hit = lookup(obj, k)
+        return hit[2](obj) if hit is not None else []
+
+    def plain(x, depth=0):
+        """A copy of ``x`` made of exact JSON types only (anything else: None), for the C encoder."""
+        t = type_(x)
+        if x is None or t is str_type or t is int_type or t is float_type or t is bool_type:
+            return x
+        if depth > 8:
+            return None
+        if t is list_ or t is tuple_:
+            return [plain(v, depth + 1) for v in x]
+        if t is dict_:
+            return {k: plain(v, depth + 1) for k, v in dict_items(x) if type_(k) is str_type}
+        return None
+
+    report_path = environ_get("FROG_REPORT", "")
+    wrap_session = sys.modules["_pytest.main"].wrap_session.__code__
+    codes = {event: f.__code__ for event, f in ours.items()}
+    hooks_of = {f.__name__: f for f in ours.values()}
+    functions = frozenset_(ident(f) for f in ours.values())
+    me = plugin
+    root = os.getcwd()
+    code_roots = tuple_(os.path.join(root, str_(c).strip("/")) for c in (guard or {}).get("code", ()))
+    test_roots = tuple_(os.path.join(root, str_(t).strip("/")) for t in (guard or {}).get("tests", ()))
+    graded_files = frozenset_(str_(f) for f in (guard or {}).get("files", ()))
+    values = (guard or {}).get("values") if isinstance_((guard or {}).get("values"), dict_) else {}
+    f2p = frozenset_(str_(t) for t in values.get("f2p", ()))
+    changed = {str_(f): frozenset_(map(str_, d.get("code", ())))
+               for f, d in dict_(values.get("changed") or {}).items() if isinstance_(d, dict_)}
+    slots = frozenset_(_BEHAVIOUR_SLOTS)
+    subclasses_of, qualname_of = type.__dict__["__subclasses__"], type.__dict__["__qualname__"].__get__
+    qual_of = types.CodeType.__dict__["co_qualname"].__get__ if "co_qualname" in types.CodeType.__dict__ else None
+    # what a class's slot holds where C code defines it (and ``__hash__ = None``): nothing of the package's
+    c_kinds = frozenset_((type_(str.__eq__), type_(str.join), type_(len), type_(None), type_(dict.fromkeys),
+                          type_(dict.__dict__["fromkeys"])))
+    hot = [e for e in sealed if e[0] in hot_modules or e[0].rsplit(".", 1)[0] in hot_modules]
+    canaries = frozenset_(str_(c) for c in select.get("canaries", ())) if isinstance_(select, dict_) else frozenset_()
+    state = {"pm": None, "ours": [], "current": None, "opened": False, "finished": False, "made": None}
+    phases = {}  # nodeid -> {when: outcome}, in report order
+    collect_errors = []
+    flagged = list_(flags)
+    cleared = {}  # id -> code object of the frames already found not to be the package's (on pytest's stacks)
+    # Frames whose way down to pytest's session genuine() has walked, clean, during the current test (held, so that
+    # their ids are never another's; dropped at each test's start). A frame found here is still running (genuine
+    # reached it from the event's own), so every frame below it is the one walked then: a running function's
+    # callers are fixed. Not a generator's or coroutine's frame: whoever resumes one next is below it then.
+    walked_clean = {}
+    resumable = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
+    arity = {"configure": 1, "start": 1, "call": 1, "made": 2, "record": 1, "end": 1, "collect_error": 1, "finish": 3}
+    module_dict = type(sys).__dict__["__dict__"].__get__
+
+    def flag(message):
+        if message not in flagged:
+            flagged.append(message)
+
+    def under(name, roots):
+        return any_(name == r or name.startswith(r + "/") for r in roots)
+
+    def package_code(name, namespace):
+        """Whether code of file ``name`` run in ``namespace`` (its globals) is the package's: its source (not its
+        tests), or compiled from a string (``<string>``) in a namespace that no module loaded before the vault
+        owns (a dataclass's generated methods live in their module's namespace, pytest's among them)."""
+        if name.startswith("<"):
+            return ident(namespace) not in trusted_namespaces
+        return under(name, code_roots) and not under(name, test_roots)
+
+    def unwrapped(value):
+        """The function under a method, static or class method, partial or property (their links are read-only)."""
+        for _ in range_(8):
+            t = type_(value)
+            if t is staticmethod_ or t is classmethod_ or t is MethodType:
+                value = value.__func__
+            elif t is partial:
+                value = value.func
+            elif t is property_:
+                value = value.fget
+            else:
+                break
+        return value
+
+    def made(value, depth=0):
+        """Whether ``value`` is code the package made: a function (unwrapped from methods, partials, properties)
+        compiled from the package's source (not its tests) or from no file at all (``compile``/``exec`` of a
+        string), or a class, or an instance of a class, with such a function in its MRO's dictionaries. A test
+        tool's replacement (freezegun's clock, a mock) comes from a library's file and is pytest's business.
+        Exact types only, so that nothing of the package runs here."""
+        value = unwrapped(value)
+        t = type_(value)
+        if t is FunctionType:
+            # A function's verdict follows from its code and its globals (read-only) alone, so it is kept, unless its
+            # __code__ has been set since the vault opened: the audit event of that (entry() marks the function in
+            # ``recoded``) comes before the new code is in place, so a function not marked still has the code it
+            # was judged by, and one marked is judged afresh at every check (reading __code__ raises an event).
+            hit = judged.get(ident(value))
+            if hit is not None and hit[0] is value and recoded.get(ident(value)) is not value:
+                return hit[1]
+            code = value.__code__
+            name = code.co_filename
+            verdict = package_code(name, value.__globals__) or not (
+                ident(code) in sealed_code or name.startswith("<") or under(name, (root,))
+                or library_function(value, code))  # a file's name is only a claim: its source must agree
+            judged[ident(value)] = (value, verdict)
+            return verdict
+        if depth < 2:
+            cls = value if issubclass_(t, type_) else t
+            for base in mro_of(cls):
+                if base is object_:
+                    continue
+                for v in list_(dict_of(base).values()):
+                    if made(v, depth + 1):
+                        return True
+        return False
+
+    judged = {}  # id -> (function, verdict) of the functions made() has judged (held, so that ids stay theirs)
+    recoded = {}  # id -> function whose __code__ was set since the vault opened (entry() fills it)
+    library_code = {}  # a file outside the repository -> what its source compiles to: {(name, line, bytecode)}
+    checked = {}  # id -> (code, verdict) of the functions library_function has judged
+
+    def compiled(name):
+        found = library_code.get(name)
+        if found is None:
+            found = library_code[name] = set_()
+            try:
+                with open_(name, "rb") as f:
+                    todo = [compile_(f.read(), name, "exec", 0, True)]
+            except (OSError_, ValueError_, SyntaxError_):
+                todo = []
+            while todo:
+                c = todo.pop()
+                found.add((c.co_name, c.co_firstlineno, c.co_code))
+                todo.extend(k for k in c.co_consts if type_(k) is code_type)
+        return found
+
+    def library_function(fn, code):
+        """Whether ``fn``, whose code names a file outside the repository, is that file's own: defined in the
+        namespace of the module loaded from it, with code its source compiles to. Code compiled from a string
+        under a library's file name (to pass for that library's) is neither."""
+        hit = checked.get(ident(code))
+        if hit is not None and hit[0] is code:
+            return hit[1]
+        name, namespace, verdict = code.co_filename, fn.__globals__, False
+        if type_(namespace) is dict_:
+            for m in list_(modules.values()):
+                if type_(m) is not module_type:
+                    continue
+                d = module_dict(m)
+                if d is namespace:
+                    owner = [v for k, v in dict_items(d) if type_(k) is str_type and k == "__file__"]
+                    verdict = bool_(owner) and type_(owner[0]) is str_type and owner[0] == name and \
+                        (code.co_name, code.co_firstlineno, code.co_code) in compiled(name)
+                    break
+        checked[ident(code)] = (code, verdict)
+        return verdict
+
+    def broken_seal(entries, hooks):
+        """The first sealed attribute that code the package made has replaced, or the first hook (of ``hooks``,
+        None: all) with an implementation the package made or without this plugin's own; else None."""
+        for where, d, items, get, names, objects in entries:
+            if all_(map_(is_, map_(get, names), objects)):
+                continue
+            for k, v in items:
+                now = get(k)
+                if now is not v and made(now):
+                    return f"replaced {where}.{k}"
+        for name, caller, impl, function in state["ours"]:
+            impls = field(caller, "_hookimpls", caller_kind, list_)
+            if field(impl, "function", impl_kind) is not function or not any_(map_(is_, impls or (), repeat_(impl))):
+                return f"replaced the report plugin's {name}"
+        if state["pm"] is not None:
+            relay = field(state["pm"], "hook", pm_kind)
+            if lookup(relay, relay_kind) is None:
+                return "replaced pytest's hook relay"
+            if hooks is hot_hooks and hooks_as_before(relay):
+                return None
+            seen = []
+            for name, caller in instance_items(relay, relay_kind):
+                if hooks is not None and name not in hooks:
+                    continue
+                impls = field(caller, "_hookimpls", caller_kind, list_)
+                if impls is None:
+                    return f"replaced pytest's hook {name}"
+                for impl in impls:
+                    if made(field(impl, "function", impl_kind)):
+                        return f"registered a pytest plugin of its own ({name})"
+                seen.append((caller, impls))
+            if hooks is hot_hooks:
+                remember_hooks(relay, seen)
+        return None
+
+    # The hot hooks as the last check found them clean: the relay, its instance dictionary's names and values, and
+    # for each hot hook its caller, the list of implementations, each implementation's class and function. A check
+    # that finds all of these the same objects (compared in C), and no function's __code__ set since (``recoded``
+    # empty), would judge the same functions with the same verdicts (made() keeps them), so it stops there. Only
+    # where every implementation is pluggy's own class, its function read from its slot, and a plain function
+    # (or a method or partial of one: made() keeps no verdict for other callables, whose class may change).
+    hot_before = []
+    hookimpl_class = pluggy_globals.get("HookImpl")
+    impl_function = reader(hookimpl_class)[3].get("function") if type_(hookimpl_class) is type_ else None
+
+    def remember_hooks(relay, seen):
+        hot_before.clear()
+        d = lookup(relay, relay_kind)[3](relay)
+        if impl_function is None or d is None or recoded:
+            return
+        callers = []
+        for caller, impls in seen:
+            impls_now = tuple_(impls)
+            if not all_(map_(is_, map_(type_, impls_now), repeat_(hookimpl_class))):
+                return
+            functions = tuple_(map_(impl_function, impls_now, repeat_(hookimpl_class)))
+            if not all_(map_(is_, map_(type_, map_(unwrapped, functions)), repeat_(FunctionType))):
+                return
+            callers.append((caller, type_(caller), impls, impls_now, functions))
+        hot_before.append((relay, tuple_(d), tuple_(dict_values(d)), callers))
+
+    def hooks_as_before(relay):
+        if not hot_before or recoded:
+            return False
+        before, names, values, callers = hot_before[0]
+        d = lookup(relay, relay_kind)[3](relay) if relay is before else None
+        if d is None or len_(d) != len_(names) or not all_(map_(is_, tuple_(d), names)) or \
+                not all_(map_(is_, tuple_(dict_values(d)), values)):
+            return False
+        for caller, caller_type, impls, impls_then, functions in callers:
+            if type_(caller) is not caller_type or field(caller, "_hookimpls", caller_kind, list_) is not impls:
+                return False
+            impls_now = tuple_(impls)
+            if len_(impls_now) != len_(impls_then) or not all_(map_(is_, impls_now, impls_then)) or \
+                    not all_(map_(is_, map_(type_, impls_now), repeat_(hookimpl_class))) or \
+                    not all_(map_(is_, map_(impl_function, impls_now, repeat_(hookimpl_class)), functions)):
+                return False
+        return True
+
+    def check(what, entries=sealed, hooks=None):
+        broken = broken_seal(entries, hooks)
+        if broken is not None and not any_(m.startswith(f"code under test {broken} ") for m in flagged):
+            flag(f"code under test {broken} (seen {what})")
+
+    def genuine(event, raiser):
+        """Whether this event comes from the hook function it belongs to, called by pytest: on the main thread,
+        inside the session, no frame of the package's or of code compiled from a string on the way."""
+        if get_ident() != main_thread:
+            return False
+        f = raiser  # the frame below the vault's audit hook (run() hands it over: no second sys._getframe event)
+        if f is None or f.f_code is not codes.get(event):
+            return False
+        f, walked = f.f_back, []
+        while f is not None:
+            if walked_clean.get(ident(f)) is f:  # this frame's whole way down was walked before, and is unchanged
+                break
+            code = f.f_code
+            if code is wrap_session:
+                break
+            if cleared.get(ident(code)) is not code:  # held here, so that its id is never another's
+                if package_code(code.co_filename, f.f_globals):
+                    return False
+                if not code.co_filename.startswith("<"):  # a file's code is judged by its file alone
+                    cleared[ident(code)] = code
+            if not code.co_flags & resumable:
+                walked.append(f)
+            f = f.f_back
+        else:
+            return False
+        for f in walked:
+            walked_clean[ident(f)] = f
+        return True
+
+    def outcome_of(report):
+        """A report's outcome as this plugin records it (``xfail``/``xpass`` for an expected failure), or None."""
+        outcome = field(report, "outcome", report_kind, str_type)
+        if outcome is not None and field(report, "wasxfail", report_kind) is not None:
+            outcome = "xfail" if outcome == "skipped" else "xpass"
+        return outcome
+
+    def status(p):  # _status's rule, a copy of its own: the vault calls no function code under test could rewrite
+        setup, call, teardown = p.get("setup"), p.get("call"), p.get("teardown")
+        if setup == "failed" or teardown == "failed":
+            return "ERROR"
+        if setup == "skipped" or call == "skipped":
+            return "SKIPPED"
+        if setup == "xfail" or call == "xfail":
+            return "XFAIL"
+        if call == "passed" or call == "xpass":
+            return "PASSED"
+        if call == "failed":
+            return "FAILED"
+        return "ERROR"
+
+    def refuse(_):
+        raise TypeError_("not JSON")
+
+    def dumps(body):
+        encode = make_encoder(None, refuse, encode_ascii, None, ":", ",", True, False, True)
+        return "".join(encode(body, 0))
+
+    def finish(session, exitstatus, extra):
+        check("at the end of the session")
+        for m in lying_values():
+            flag(m)
+        t = times()
+        collected = field(session, "testscollected", node_kind, int_type)
+        out = {"exitstatus": int_add(exitstatus, 0) if issubclass_(type_(exitstatus), int_type) else -1,
+               "tests": {n: status(p) for n, p in dict_items(phases)},
+               "collect_errors": list_(collect_errors), "collected": collected or 0,
+               "cpu_seconds": round_(t.user + t.system + t.children_user + t.children_system, 3)}
+        extra = plain(extra)
+        for k in ("details", "modules", "passes"):  # informative only: nothing grading scores
+            if type_(extra) is dict_ and k in extra:
+                out[k] = extra[k]
+        if guard or flagged:
+            out["guard"] = list_(flagged)
+        text = dumps(out)
+        signer = mac.copy()
+        signer.update(text.encode())
+        out["signature"] = signer.hexdigest()
+        tmp = report_path + ".tmp"
+        with open_(tmp, "w", encoding="utf-8") as f:
+            f.write(dumps(out))
+        replace(tmp, report_path)
+
+    def function_of(value):
+        """The plain function under a method, partial or property ``value``, or None."""
+        value = unwrapped(value)
+        return value if type_(value) is FunctionType else None
+
+    def lying_values():
+        """Each class alive now that holds, as a comparison or format method (:data:`_BEHAVIOUR_SLOTS`), code
+        that the package's changed files made and that the repository's own version of the file does not put
+        there (a value that equals anything passes any assertion): one finding each, else []. Read by exact
+        types and C descriptors only; a generated method (``<...>``, as dataclasses and attrs make) counts as
+        its class's module's, by the module's file."""
+        if not changed:
+            return []
+        files = {}
+
+        def file_of(module):  # a module's __file__ (str), looked up only for a generated method of changed code
+            if not files:
+                for name, m in list_(dict_items(modules)):
+                    if type_(name) is str_type and type_(m) is module_type:
+                        for k, v in dict_items(module_dict(m)):
+                            if type_(k) is str_type and k == "__file__":
+                                files[name] = v if type_(v) is str_type else None
+                files[None] = None
+            return files.get(module)
+
+        prefix, out, seen, todo = root + "/", [], set_(), [object_]
+        while todo:
+            for cls in subclasses_of(todo.pop()):
+                if ident(cls) in seen:
+                    continue
+                seen.add(ident(cls))
+                todo.append(cls)
+                # most classes hold none of the slots: their names, taken at once and all exact str, are compared
+                # with the slots in C (no hash of the package's runs); any other class is read name by name
+                names = tuple_(dict_of(cls))
+                if all_(map_(is_, map_(type_, names), repeat_(str_type))) and slots.isdisjoint(names):
+                    continue
+                hits = [(k, f) for k, v in dict_of(cls).items() if type_(k) is str_type and k in slots
+                        and type_(v) not in c_kinds for f in (function_of(v),) if f is not None or made(v)]
+                if not hits:
+                    continue
+                cq = qualname_of(cls)
+                cq = cq if type_(cq) is str_type else None
+                for name, f in hits:
+                    if f is None:  # a callable object the package made
+                        out.append(f"code under test gave {cq or 'a class'} a {name} that is no function")
+                        continue
+                    code = f.__code__
+                    where = code.co_filename
+                    if type_(where) is not str_type or not package_code(where, f.__globals__):
+                        continue
+                    generated = where.startswith("<")
+                    if generated:  # a dataclass's or attrs' method: its class's module's
+                        mod = [v for k, v in dict_of(cls).items() if type_(k) is str_type and k == "__module__"]
+                        where = file_of(mod[0]) if mod and type_(mod[0]) is str_type else None
+                        if where is None:  # no loaded module's (attrs' tests make classes of made-up modules)
+                            continue
+                    rel = where[len_(prefix):] if where.startswith(prefix) else None
+                    own = changed.get(rel) if rel is not None else None
+                    if own is None:  # the repository's own file, as it stands: not the agent's
+                        continue
+                    qual = qual_of(code) if qual_of is not None else code.co_name  # 3.10: no co_qualname
+                    qual = qual if type_(qual) is str_type else ""
+                    # generated: for a class the file defines there. Else a function the file defines there: the
+                    # repository's own code, whatever class it is put on (attrs' factories make __ge__ in
+                    # _make_order, and cmp_using's methods in _make_operator, for classes made at run time)
+                    fine = cq is not None and cq in own if generated else qual in own
+                    if not fine:
+                        out.append(f"code under test gave {cq or 'a class'} a {name} that {rel} does not define "
+                                   f"there ({qual or 'no name'}): a value that compares as it likes")
+        return out
+
+    def package_class(cls):
+        """Whether a test item's class has a function of the package's own making in its MRO's dictionaries (its
+        source, or a string compiled in a namespace that no module loaded before the vault owns). A plugin's
+        item class (pytest-asyncio's, loaded after the vault on the cold path) is a library's, whatever its
+        functions' code looks like next to their file."""
+        for base in mro_of(cls):
+            if base is object_:
+                continue
+            for v in list_(dict_of(base).values()):
+                f = function_of(v)
+                if f is not None and package_code(f.__code__.co_filename, f.__globals__):
+                    return True
+        return False
+
+    def test_function_replaced(item):
+        """What of ``item`` (a test pytest is about to call) code the package made has replaced, or None: the
+        test's function (``item.obj``), its ``runtest``, its class, the function or method its parent holds."""
+        t = type_(item)  # pytest's own item classes are sealed; any other is read whole
+        if not any_(t is c for c in pytest_items) and package_class(t):
+            return "its class"
+        if field(item, "runtest", item_kind) is not None:
+            return "its runtest"
+        if made(field(item, "_obj", item_kind)):
+            return "its function"
+        parent = field(item, "parent", item_kind)
+        holder = field(parent, "_obj", node_kind)
+        name = field(item, "originalname", item_kind, str_type) or field(item, "name", item_kind, str_type)
+        if holder is not None and name is not None:
+            if type_(holder) is module_type:  # a test module: its namespace, item by item
+                found = [v for k, v in dict_items(module_dict(holder)) if type_(k) is str_type and k == name]
+            elif issubclass_(type_(holder), type_):  # a test class: its MRO's dictionaries
+                found = [v for base in mro_of(holder) for k, v in dict_of(base).items()
+                         if type_(k) is str_type and k == name][:1]
+            else:
+                found = []
+            if any_(made(v) for v in found):
+                return "its definition"
+        return None
+
+    def body(event, args, raiser):
+        if not event.startswith("frog.vault."):
+            if event == "object.__setattr__":  # __code__, __defaults__ of one of this plugin's functions
+                flag(f"code under test rewrote the report plugin's {args[0].__name__}.{args[1]}")
+            return
+        event = event[11:]
+        if event == "flag":  # anyone may add a finding: it can only cost the run its grade
+            if args and type_(args[0]) is str_type:
+                flag(args[0])
+            return
+        if event == "open":
+            if state["opened"]:
+                flag("code under test opened a second report vault")
+            state["opened"] = True
+            return
+        try:
+            # a "made" event only ever adds a suspicion (below): it needs no walk of the stack
+            if len_(args) != arity.get(event, -1) or event != "made" and not genuine(event, raiser):
+                flag(f"code under test handed the report plugin's {event} event something pytest did not")
+                check(f"at the {event} event pytest did not raise")  # and name what it replaced, if it did
+                return
+            if event == "configure":
+                pm = field(args[0], "pluginmanager", config_kind)
+                relay = field(pm, "hook", pm_kind)
+                if lookup(relay, relay_kind) is None:
+                    flag("code under test replaced pytest's plugin manager before it was configured")
+                    return
+                state["pm"] = pm
+                for name, caller in instance_items(relay, relay_kind):
+                    function = hooks_of.get(name)
+                    for impl in field(caller, "_hookimpls", caller_kind, list_) or ():
+                        if function is not None and field(impl, "function", impl_kind) is function \
+                                and field(impl, "plugin", impl_kind) is me:
+                            state["ours"].append((name, caller, impl, function))
+            elif event == "start":
+                nodeid = args[0]
+                if type_(nodeid) is not str_type or state["current"] is not None or nodeid in phases:
+                    flag(f"code under test started {nodeid if type_(nodeid) is str_type else 'a test'} out of "
+                         "pytest's order")
+                    return
+                state["current"] = nodeid
+                phases[nodeid] = {}
+                walked_clean.clear()
+            elif event == "call":
+                item = args[0]
+                nodeid = field(item, "_nodeid", node_kind, str_type)
+                if nodeid is None or nodeid != state["current"]:
+                    flag(f"code under test ran a test while pytest ran {state['current']}")
+                    return
+                what = test_function_replaced(item)
+                if what is not None:
+                    flag(f"code under test replaced the test function of {nodeid} ({what})")
+            elif event == "made":
+                nodeid = field(args[0], "_nodeid", node_kind, str_type)
+                if nodeid is None or nodeid != state["current"]:
+                    flag(f"code under test made a report while pytest ran {state['current']}")
+                    return
+                # an exception the phase raised (None: it returned); a report made from it never says passed. Until
+                # the phase's report comes, a raise once said stays said (whoever else raises this event)
+                when, before = field(args[1], "when", call_kind, str_type), state["made"]
+                raised = field(args[1], "excinfo", call_kind) is not None
+                if before is not None and before[0] == nodeid and before[1] == when:
+                    raised = raised or before[2]
+                state["made"] = (nodeid, when, raised)
+            elif event == "record":
+                report = args[0]
+                nodeid = field(report, "nodeid", report_kind, str_type)
+                when = field(report, "when", report_kind, str_type)
+                outcome = outcome_of(report)
+                if nodeid is None or when is None or outcome is None:
+                    flag("code under test handed the report plugin a report that is not pytest's")
+                    return
+                if nodeid != state["current"]:
+                    flag(f"code under test reported {nodeid} while pytest ran {state['current']}")
+                    return
+                if when == "call" or outcome == "failed":
+                    if nodeid.split("[", 1)[0] in canaries:
+                        check(f"at the report of {nodeid}")
+                    elif nodeid.split("::", 1)[0] in graded_files:
+                        check(f"at the report of {nodeid}", hot, hot_hooks)
+                made, state["made"] = state["made"], None
+                if outcome == "passed" and made is not None and made[0] == nodeid and made[1] == when and made[2]:
+                    flag(f"code under test turned the {when} of {nodeid}, which raised, into a pass after pytest "
+                         "made its report")
+                if when == "call" and outcome == "passed" and nodeid in f2p:
+                    for m in lying_values():
+                        flag(m)
+                p = phases[nodeid]
+                before = p.get(when)
+                # a phase reported twice (subtests) keeps the worse: a later pass never hides a failure
+                p[when] = "failed" if "failed" in (before, outcome) else before or outcome
+            elif event == "end":
+                if type_(args[0]) is not str_type or state["current"] != args[0]:
+                    flag(f"code under test ended a test while pytest ran {state['current']}")
+                state["current"] = None
+            elif event == "collect_error":
+                nodeid = field(args[0], "nodeid", report_kind, str_type)
+                collect_errors.append(nodeid if nodeid is not None else "<not pytest's report>")
+            elif event == "finish":
+                if state["finished"]:
+                    flag("code under test ended the session twice")
+                state["finished"] = True
+                finish(args[0], args[1], args[2])
+        except BaseException_ as e:  # noqa: BLE001 (the run must not look clean because the vault failed)
+            flag(f"the report vault failed at {event}: {type_(e).__name__}")
+            if event == "finish":
+                raise
+
+    # The vault's state (the key among it) is reachable from every frame of the vault's own code, so no code of
+    # the package may run while one is on the stack: not a signal handler (Python runs them between any two
+    # instructions of the main thread), not a finaliser of the garbage collector, not an audit hook of its own
+    # (the vault raises audit events itself). The hook that pytest's events reach (``entry``) holds nothing worth
+    # reading: it swaps every Python signal handler for one that only notes the signal, turns off the collector,
+    # and only then resumes the generator below, whose suspended frame is the one way to the rest (its
+    # ``gi_frame`` is refused); the noted signals are raised again once the vault's frames are gone.
+    def run():
+        error = None
+        while True:
+            try:
+                event, args = yield error
+            except GeneratorExit_:
+                return
+            except BaseException_:  # noqa: BLE001 (thrown in: never let out, its traceback would carry this frame)
+                error = "a signal thrown into the vault"
+                continue
+            error = None
+            f = getframe(1)
+            if f is None or f.f_code is not entry_code:
+                flag("code under test called into the report vault directly")
+                continue
+            try:
+                body(event, args, f.f_back)
+            except BaseException_ as e:  # noqa: BLE001 (raised again by entry, without this frame)
+                error = type_(e).__name__
+
+    pending = []
+
+    def deferred(signum, frame):
+        pending.append(signum)
+
+    gen = run()
+    next(gen)
+    signals = tuple_(sorted(s for s in _signal.valid_signals() if s not in (_signal.SIGKILL, _signal.SIGSTOP)))
+
+    # (the C module's functions: the signal module's wrappers convert to enums, fifty times slower)
+    def entry(event, args, _send=gen.send, _gen=gen, _prefix="frog.vault.", _functions=functions,
+              _getsignal=_signal.getsignal, _set=_signal.signal, _raise=_signal.raise_signal, _signals=signals,
+              _dfl=_signal.SIG_DFL, _ign=_signal.SIG_IGN, _int=_signal.default_int_handler, _deferred=deferred,
+              _pending=pending, _isenabled=gc.isenabled, _disable=gc.disable, _enable=gc.enable,
+              _ident=get_ident, _main=main_thread, _RuntimeError=RuntimeError, _id=ident, _recoded=recoded,
+              _len=len_, _type=type_, _str=str_type):
+        refused = None
+        if not event.startswith(_prefix):
+            if event == "object.__getattr__" and args and args[0] is _gen:
+                refused = event, args = "frog.vault.flag", ("code under test looked into the report vault",)
+            elif event != "object.__setattr__" or not args:
+                return
+            else:
+                if _len(args) > 1 and _type(args[1]) is _str and args[1] == "__code__":
+                    _recoded[_id(args[0])] = args[0]  # (before the new code is in place: see made())
+                if _id(args[0]) not in _functions:
+                    return
+        swapped = []
+        if _ident() == _main:
+            for s in _signals:
+                h = _getsignal(s)
+                if h is not None and h is not _dfl and h is not _ign and h is not _int:
+                    _set(s, _deferred)
+                    swapped.append((s, h))
+        collecting = _isenabled()
+        _disable()
+        try:
+            error = _send((event, args))
+        finally:
+            if collecting:
+                _enable()
+            for s, h in swapped:
+                _set(s, h)
+            while _pending:
+                _raise(_pending.pop(0))
+        if refused is not None:
+            raise _RuntimeError("the report vault is not for code under test")
+        if error is not None:
+            raise _RuntimeError(f"the report vault failed at {event}: {error}")
+
+    entry_code = entry.__code__
+    # last: nothing above may run code of the package; the key is never a Python object (a bytearray, wiped)
+    key = read_exactly(key_fifo, 64)
+    key_fifo.close()
+    mac = hmac_new(key, digestmod="sha256")
+    key[:] = b"\0" * 64
+    del key
+    sys.addaudithook(entry)
+    audit("frog.vault.open")
