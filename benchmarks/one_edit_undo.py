@@ -75,18 +75,23 @@ def _tokens(lines: list[str]) -> list[str]:
 def patch_shape(patch: str) -> tuple[int, int, int, int]:
     """``(files, hunks, changed lines, token distance)`` of a unified diff.
 
+    The token distance compares each hunk's two sides in order, context lines included, so a line moved
+    within a hunk counts its tokens twice (deleted and inserted) rather than cancelling out.
+
     Example:
         >>> patch_shape("--- a/m.py\\n+++ b/m.py\\n@@ -1,2 +1,2 @@\\n x = 1\\n-y = x < 2\\n+y = x <= 2\\n")
         (1, 1, 2, 1)
+        >>> patch_shape("--- a/m.py\\n+++ b/m.py\\n@@ -1,2 +1,2 @@\\n-n += 1\\n return n\\n+n += 1\\n")
+        (1, 1, 2, 4)
     """
     files = hunks = changed = distance = 0
-    removed: list[str] = []
-    added: list[str] = []
+    old: list[str] = []
+    new: list[str] = []
 
     def flush() -> int:
-        a, b = _tokens(removed), _tokens(added)
-        removed.clear()
-        added.clear()
+        a, b = _tokens(old), _tokens(new)
+        old.clear()
+        new.clear()
         ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
         return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "equal")
 
@@ -99,11 +104,14 @@ def patch_shape(patch: str) -> tuple[int, int, int, int]:
             distance += flush()
             hunks += 1
         elif line.startswith("-"):
-            removed.append(line[1:])
+            old.append(line[1:])
             changed += 1
         elif line.startswith("+"):
-            added.append(line[1:])
+            new.append(line[1:])
             changed += 1
+        elif line.startswith(" "):
+            old.append(line[1:])
+            new.append(line[1:])
     return files, hunks, changed, distance + flush()
 
 

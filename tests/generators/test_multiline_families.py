@@ -159,3 +159,24 @@ def test_gold_patch_is_multi_line_restores_the_source_and_defeats_one_edit(
     assert (work / "m.py").read_bytes().decode() == source
 
     assert not undone_by_one_edit(source, buggy, site_lines(m.lineno, m.replacement))
+
+
+@settings(max_examples=300, deadline=None)
+@given(sizes=st.lists(st.tuples(st.integers(1, 12), st.booleans()), min_size=1, max_size=60))
+def test_size_plan_meets_both_targets_when_retiring_is_enough(sizes: list[tuple[int, bool]]) -> None:
+    import statistics
+
+    from frog_gym.generators import bugsize
+
+    sizes = [(n, u and n < bugsize.MIN_MEDIAN_LINES) for n, u in sizes]  # one edit undoes small bugs only
+    pl = bugsize.plan("demo", sizes)
+    # retire the easy (undone) tasks, smallest first, as many as the plan says
+    easy = sorted((i for i, (n, u) in enumerate(sizes) if u), key=lambda i: sizes[i][0])[: pl.retire]
+    left = [s for i, s in enumerate(sizes) if i not in set(easy)]
+    if pl.need_big == 0 and left:
+        assert statistics.median_low(n for n, _ in left) >= bugsize.MIN_MEDIAN_LINES
+        assert sum(u for _, u in left) <= bugsize.MAX_UNDONE * len(left) + 1e-9
+    else:
+        assert pl.retire == sum(u for _, u in sizes)  # every easy task goes, and it is still not enough
+        left_big = sum(1 for n, _ in left if n >= bugsize.MIN_MEDIAN_LINES)
+        assert left_big + pl.need_big > len(left) - left_big
