@@ -12,6 +12,12 @@ The pool is what ``FrogSWE-v0`` samples: every registered task file but the held
 * **without recorded sites** (hand-written bugs, mirror tasks): not measurable here; counted and left
   out of both shares.
 
+The **gold patch shape** of every measured task is printed too (medians of files / hunks / changed lines,
+a changed line being one ``-`` or ``+`` line of the task's ``patch``), with the **token distance**: per hunk,
+the token-level edit distance between its removed and its added lines (words, numbers, strings and
+operators as tokens; a moved token counts twice), summed over hunks. The share within 2 tokens is the share
+of tasks a model can fix by retyping one or two tokens.
+
 Both suite figures are printed, always: the all-tasks share (single-bug and combined tasks) and the
 single-bug-only share. The **sample** columns measure a seeded sample of each family's mutations of the
 registered repositories' mutable code (``--per-family`` each), which also covers families without tasks.
@@ -28,8 +34,13 @@ Run: ``python benchmarks/one_edit_undo.py [--per-family 0] [--tasks-dir DIR] [--
 from __future__ import annotations
 
 import argparse
+import difflib
+import io
 import json
+import re
+import statistics
 import time
+import tokenize
 from collections import Counter
 from pathlib import Path
 
@@ -43,6 +54,76 @@ def pool_files(tasks_dir: Path) -> list[Path]:
 
     return sorted(p for p in tasks_dir.glob("*.jsonl")
                   if not p.name.endswith(".live.jsonl") and p.name.split(".")[0] != TOY_REPO)
+
+
+_TOKEN = re.compile(r"\w+|'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"|\S")
+
+
+def _tokens(lines: list[str]) -> list[str]:
+    """The tokens of some source lines (comments and layout left out); a regex split where they do not
+    tokenize on their own (a hunk may cut a bracket or a string in two)."""
+    text = "".join(line + "\n" for line in lines)
+    try:
+        return [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
+                                  tokenize.DEDENT, tokenize.ENDMARKER)]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return _TOKEN.findall("\n".join(line.split("#")[0] if "'" not in line and '"' not in line else line
+                                         for line in lines))
+
+
+def patch_shape(patch: str) -> tuple[int, int, int, int]:
+    """``(files, hunks, changed lines, token distance)`` of a unified diff.
+
+    The token distance compares each hunk's two sides in order, context lines included, so a line moved
+    within a hunk counts its tokens twice (deleted and inserted) rather than cancelling out.
+
+    Example:
+        >>> patch_shape("--- a/m.py\\n+++ b/m.py\\n@@ -1,2 +1,2 @@\\n x = 1\\n-y = x < 2\\n+y = x <= 2\\n")
+        (1, 1, 2, 1)
+        >>> patch_shape("--- a/m.py\\n+++ b/m.py\\n@@ -1,2 +1,2 @@\\n-n += 1\\n return n\\n+n += 1\\n")
+        (1, 1, 2, 4)
+    """
+    files = hunks = changed = distance = 0
+    old: list[str] = []
+    new: list[str] = []
+
+    def flush() -> int:
+        a, b = _tokens(old), _tokens(new)
+        old.clear()
+        new.clear()
+        ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+        return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "equal")
+
+    for line in patch.splitlines():
+        if line.startswith("+++ "):
+            files += 1
+        elif line.startswith("--- "):
+            continue
+        elif line.startswith("@@"):
+            distance += flush()
+            hunks += 1
+        elif line.startswith("-"):
+            old.append(line[1:])
+            changed += 1
+        elif line.startswith("+"):
+            new.append(line[1:])
+            changed += 1
+        elif line.startswith(" "):
+            old.append(line[1:])
+            new.append(line[1:])
+    return files, hunks, changed, distance + flush()
+
+
+def shape_summary(shapes: list[tuple[int, int, int, int]]) -> str:
+    """One line: how many patches, their median files / hunks / changed lines and the share within 2 tokens."""
+    if not shapes:
+        return "no tasks"
+    med = [statistics.median(s[i] for s in shapes) for i in range(3)]
+    near = sum(1 for s in shapes if s[3] <= 2)
+    return (f"{len(shapes):>5} tasks, median files/hunks/changed lines {med[0]:g} / {med[1]:g} / {med[2]:g}, "
+            f"within 2 tokens of the gold {near:>5} ({near / len(shapes):.1%}), "
+            f"changed lines >= 4: {sum(1 for s in shapes if s[2] >= 4) / len(shapes):.1%}")
 
 
 def main() -> None:
@@ -76,12 +157,15 @@ def main() -> None:
     kinds = Counter()
     per_repo: dict[str, Counter] = {}
     sources: list[str] = []
+    shapes: dict[str, list[tuple[int, int, int, int]]] = {"single": [], "combined": [], "no sites": []}
     for repo in repos:
         spec = load_repo(repo)
         tree = snapshot_tree(spec)
         pr = per_repo.setdefault(repo, Counter())
         for d in by_repo[repo]:
             sites = d.get("provenance", {}).get("sites", [])
+            shapes["single" if len(sites) == 1 else "combined" if sites else "no sites"].append(
+                patch_shape(d.get("patch", "")))
             if not sites:
                 kinds["no sites"] += 1
                 pr["no sites"] += 1
@@ -122,11 +206,15 @@ def main() -> None:
           "recorded sites (hand-written, mirror: not measured)")
     print(f"{'suite, all measured tasks':32} {undone:>6} / {measured:<5} {undone / max(1, measured):6.1%}")
     print(f"{'suite, single-bug tasks only':32} {undone:>6} / {single:<5} {undone / max(1, single):6.1%}")
+    print("\ngold patches (files / hunks / changed lines; token distance to the buggy code):")
+    for kind, rows_ in shapes.items():
+        print(f"  {kind:10} {shape_summary(rows_)}")
     print(f"({len(sources)} source files sampled, {time.monotonic() - t0:.0f} s)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"families": rows, "suite_all": [undone, measured], "suite_single": [undone, single],
                        "combined": kinds["combined"], "no_sites": kinds["no sites"],
+                       "shapes": {k: [list(x) for x in v] for k, v in shapes.items()},
                        "repos": {r: dict(c) for r, c in per_repo.items()}}, f, indent=1)
 
 

@@ -1,0 +1,182 @@
+"""The multi-line mutation families (issue 22, "bigger synthetic bugs"): their exact edits on small snippets,
+and, over the operator corpus, that each edit spans several lines, that its gold patch (the reverse diff, as
+synthesis writes it) restores the source under ``git apply``, and that no single candidate edit of the
+no-model repair agent undoes it."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import subprocess
+
+import pytest
+from frog_gym.generators.operators import FAMILIES, Mutation, find_mutations
+from frog_gym.generators.undo import site_lines, undone_by_one_edit
+from frog_gym.generators.validate import patches
+from frog_gym.sandbox.workspace import Change
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from operator_corpus import CORPUS
+
+MULTI_LINE = {
+    # family: fewest changed lines (``-`` and ``+`` lines) of its gold patch
+    "duplicated_branch_body": 4,
+    "wrong_variable_in_block": 4,
+    "dropped_else_branch": 2,
+    "misplaced_accumulator_reset": 2,
+    "moved_loop_update": 2,
+}
+PROPERTY = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def outputs(family: str, source: str) -> list[str]:
+    return [m.apply(source) for m in find_mutations(source, families=[family])]
+
+
+@functools.cache
+def found(family: str, name: str) -> tuple[Mutation, ...]:
+    return tuple(FAMILIES[family](CORPUS[name], ast.parse(CORPUS[name])))
+
+
+def gold_shape(source: str, m: Mutation) -> tuple[str, int]:
+    """The gold patch of ``m`` on ``source`` as synthesis writes it, and its changed-line count."""
+    _, gold = patches([Change("m.py", source.encode(), m.apply(source).encode())])
+    lines = [ln for ln in gold.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+    return gold, len(lines)
+
+
+def test_every_multi_line_family_is_registered() -> None:
+    assert set(MULTI_LINE) <= set(FAMILIES)
+
+
+def test_duplicated_branch_body() -> None:
+    source = (
+        "def sign(x):\n"
+        "    if x < 0:\n        s = -1\n        return s * x\n"
+        "    elif x == 0:\n        log(x)\n        return 0\n"
+        "    else:\n        y = x\n        return y\n"
+    )
+    assert outputs("duplicated_branch_body", source) == [
+        # the ``elif`` runs the ``if`` body, keeping its own condition
+        source.replace("log(x)\n        return 0", "s = -1\n        return s * x"),
+        # the ``else`` runs the ``elif`` body
+        source.replace("    else:\n        y = x\n        return y\n", "    else:\n        log(x)\n        return 0\n"),
+    ]
+    # the ``elif``/``else`` pair has 3 lines together: too small a fix, left alone; a one-line pair too
+    assert outputs("duplicated_branch_body", "def f(x):\n    if x:\n        a()\n    else:\n        b()\n") == []
+
+
+def test_duplicated_branch_body_needs_differing_bodies_at_one_indentation() -> None:
+    same = "def f(x):\n    if x:\n        a()\n        b()\n    else:\n        a()\n        b()\n"
+    inline = "def f(x):\n    if x: a(); b(); c()\n    else:\n        d()\n        e()\n"
+    assert outputs("duplicated_branch_body", same) == outputs("duplicated_branch_body", inline) == []
+
+
+def test_wrong_variable_in_block() -> None:
+    source = (
+        "def merge(left, right):\n    out = []\n    for item in right:\n        if item not in left:\n"
+        "            out.append(item)\n            left.add(item)\n    return out\n"
+    )
+    got = find_mutations(source, families=["wrong_variable_in_block"])
+    assert [m.description for m in got] == [
+        "3 reads of `item` -> `out` in a block of merge()", "3 reads of `item` -> `right` in a block of merge()"
+    ]
+    texts = [m.apply(source) for m in got]
+    # the ``for`` body reads ``left`` twice and ``item`` three times on three lines: ``item`` is the site
+    assert texts == [
+        source.replace("item not in left:\n            out.append(item)\n            left.add(item)",
+                       "out not in left:\n            out.append(out)\n            left.add(out)"),
+        source.replace("item not in left:\n            out.append(item)\n            left.add(item)",
+                       "right not in left:\n            out.append(right)\n            left.add(right)"),
+    ]
+
+
+def test_wrong_variable_in_block_leaves_rebound_names_nested_scopes_and_self() -> None:
+    rebound = "def f(a, b):\n    if a:\n        a = a + a\n        g(a)\n    return b\n"
+    nested = "def f(a, b):\n    if b:\n        g(lambda: a, lambda: a)\n        h(lambda: a)\n"
+    selfish = "class C:\n    def m(self, a):\n        if a:\n            self.x(self)\n            self.y = self\n"
+    for source in (rebound, nested, selfish):
+        assert outputs("wrong_variable_in_block", source) == []
+
+
+def test_dropped_else_branch() -> None:
+    source = "def f(x):\n    if x:\n        y = 1\n    else:  # default\n        y = 2\n        log(y)\n    return y\n"
+    assert outputs("dropped_else_branch", source) == ["def f(x):\n    if x:\n        y = 1\n    return y\n"]
+    elif_ = "def f(x):\n    if x:\n        y = 1\n    elif x is None:\n        y = 2\n    return y\n"
+    assert outputs("dropped_else_branch", elif_) == []
+
+
+def test_misplaced_accumulator_reset() -> None:
+    source = (
+        "def words(lines):\n    found = []\n    seen = set()\n    for line in lines:\n"
+        "        found.extend(line.split())\n        seen.add(line)\n    return found, len(seen)\n"
+    )
+    assert outputs("misplaced_accumulator_reset", source) == [
+        "def words(lines):\n    seen = set()\n    for line in lines:\n        found = []\n"
+        "        found.extend(line.split())\n        seen.add(line)\n    return found, len(seen)\n",
+        "def words(lines):\n    found = []\n    for line in lines:\n        seen = set()\n"
+        "        found.extend(line.split())\n        seen.add(line)\n    return found, len(seen)\n",
+    ]
+    # not read after the loop: a per-iteration scratch value, resetting it inside is no bug
+    scratch = "def f(xs):\n    buf = []\n    for x in xs:\n        buf.append(x)\n    return 1\n"
+    assert outputs("misplaced_accumulator_reset", scratch) == []
+
+
+def test_moved_loop_update() -> None:
+    source = (
+        "def pairs(xs):\n    prev = None\n    out = []\n    for x in xs:\n        out.append((prev, x))\n"
+        "        check(x)\n        prev = x\n    return out\n"
+    )
+    assert outputs("moved_loop_update", source) == [
+        "def pairs(xs):\n    prev = None\n    out = []\n    for x in xs:\n        prev = x\n"
+        "        out.append((prev, x))\n        check(x)\n    return out\n"
+    ]
+    unread = "def f(xs):\n    for x in xs:\n        a(x)\n        b(x)\n        last = x\n    return last\n"
+    assert outputs("moved_loop_update", unread) == []
+
+
+@pytest.mark.parametrize("family", sorted(MULTI_LINE))
+@PROPERTY
+@given(data=st.data())
+def test_gold_patch_is_multi_line_restores_the_source_and_defeats_one_edit(
+    family: str, data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    names = [n for n in sorted(CORPUS) if found(family, n)]
+    assert names, f"{family} finds no site in the operator corpus"
+    name = data.draw(st.sampled_from(names), label="file")
+    m = data.draw(st.sampled_from(found(family, name)), label="mutation")
+    source = CORPUS[name]
+    buggy = m.apply(source)
+
+    gold, changed = gold_shape(source, m)
+    assert changed >= MULTI_LINE[family]
+    assert m.end_lineno > m.lineno or m.replacement.count("\n") >= 1
+
+    work = tmp_path_factory.mktemp("gold")
+    (work / "m.py").write_bytes(buggy.encode())
+    (work / "gold.diff").write_bytes(gold.encode())
+    subprocess.run(["git", "apply", "--unsafe-paths", "gold.diff"], cwd=work, check=True, capture_output=True)
+    assert (work / "m.py").read_bytes().decode() == source
+
+    assert not undone_by_one_edit(source, buggy, site_lines(m.lineno, m.replacement))
+
+
+@settings(max_examples=300, deadline=None)
+@given(sizes=st.lists(st.tuples(st.integers(1, 12), st.booleans()), min_size=1, max_size=60))
+def test_size_plan_meets_both_targets_when_retiring_is_enough(sizes: list[tuple[int, bool]]) -> None:
+    import statistics
+
+    from frog_gym.generators import bugsize
+
+    sizes = [(n, u and n < bugsize.MIN_MEDIAN_LINES) for n, u in sizes]  # one edit undoes small bugs only
+    pl = bugsize.plan("demo", sizes)
+    # retire the easy (undone) tasks, smallest first, as many as the plan says
+    easy = sorted((i for i, (n, u) in enumerate(sizes) if u), key=lambda i: sizes[i][0])[: pl.retire]
+    left = [s for i, s in enumerate(sizes) if i not in set(easy)]
+    if pl.need_big == 0 and left:
+        assert statistics.median_low(n for n, _ in left) >= bugsize.MIN_MEDIAN_LINES
+        assert sum(u for _, u in left) <= bugsize.MAX_UNDONE * len(left) + 1e-9
+    else:
+        assert pl.retire == sum(u for _, u in sizes)  # every easy task goes, and it is still not enough
+        left_big = sum(1 for n, _ in left if n >= bugsize.MIN_MEDIAN_LINES)
+        assert left_big + pl.need_big > len(left) - left_big
