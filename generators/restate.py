@@ -28,9 +28,10 @@ _EVIDENCE_TESTS = 8
 
 def compose(spec, tree: Path, failures: list[statements.Failure], crash: bool, n_bugs: int, level: str,  # noqa: ANN001
             fail_to_pass: list[str] | tuple[str, ...], bug_patch: str,
-            writer: Callable[[dict], str] | None = None) -> str:
+            writer: Callable[[dict], str] | None = None, sites: list[dict] | None = None) -> str:
     """The statement at ``level``, passing the checker: the writer's text, else the built-in one, else the
-    built-in one with less evidence (no reproduction, then no messages), else a bare package-level one."""
+    built-in one with less evidence (no reproduction, then no messages), else a bare one naming the failing
+    path's entry point. ``sites`` (the bug's ``provenance.sites``) tell which code is on the failing path."""
     symbols, pkgs = symbols_of(spec, tree)
     package = sorted(pkgs)[0] if pkgs else spec.name
     if failures and failures[0].longrepr:  # the package the failing call went into, when there are several
@@ -38,7 +39,13 @@ def compose(spec, tree: Path, failures: list[statements.Failure], crash: bool, n
     evidence = [evidence_for_test(tree, f.test, f.longrepr, symbols, set(pkgs)) for f in failures[:_EVIDENCE_TESTS]]
     if evidence:
         package = next((e.api.split(".")[0] for e in evidence if e.api), package)
-    ctx = statements.StatementContext(spec.name, package, failures, evidence, crash, n_bugs)
+    path = failing_path_of(spec, tree, failures, sites or [], set(pkgs), symbols)
+    if path:  # evidence naming code off the failing path (a test helper the package ships) is dropped
+        on = {p.rsplit(".", 1)[-1] for p in path} | set(path)
+        evidence = [e if not e.api or e.api in on or e.api.rsplit(".", 1)[-1] in on else replace(e, api="", call="")
+                    for e in evidence]
+    ctx = statements.StatementContext(spec.name, package, failures, evidence, crash, n_bugs, path,
+                                      frozenset(symbols.names))
     tries = [ctx, replace(ctx, evidence=[replace(e, repro="", call="") for e in evidence]),
              replace(ctx, evidence=[replace(e, repro="", call="", expected="") for e in evidence],
                      failures=[replace(f, message="", longrepr="") for f in failures])]
@@ -51,6 +58,52 @@ def compose(spec, tree: Path, failures: list[statements.Failure], crash: bool, n
         if not problems(text, fail_to_pass, bug_patch, symbols, set(pkgs)):
             return text
     return statements.vague(replace(ctx, failures=[statements.Failure("", "", "", "")], evidence=[]))
+
+
+_FRAME = re.compile(r"^(?P<path>[^\s:]+\.py):\d+: in (?P<func>\w+)", re.M)
+_GRAPH: dict[str, dict[str, set[str]]] = {}
+
+
+def failing_path_of(spec, tree: Path, failures: list[statements.Failure], sites: list[dict],  # noqa: ANN001
+                    pkgs: set[str], symbols) -> list[str]:  # noqa: ANN001
+    """Dotted package code on the failing path, entry point first: the package frames of the first failure's
+    traceback (outermost first), then each evidence-free fallback: the bug's module. Names of a test file
+    (the package's own tests, its test helpers' callers) never count."""
+    from frog_gym.generators.statement_check import _calls_of
+
+    out: list[str] = []
+    tb = failures[0].longrepr if failures else ""
+    for m in _FRAME.finditer(tb):
+        rel = m.group("path")
+        if spec.tests.is_test_file(rel) or "/tests/" in f"/{rel}" or rel.rsplit("/", 1)[-1].startswith("test"):
+            out = []  # what a test (or a test helper it went through) called before is not the failing path
+            continue
+        parts = rel.removesuffix(".py").split("/")
+        for i in range(len(parts)):
+            mod = ".".join(parts[i:]).removesuffix(".__init__")
+            if mod in symbols.names:
+                name = f"{mod}.{m.group('func')}"
+                if m.group("func") != "<module>" and symbols.exists(name) and name not in out:
+                    out.append(name)
+                break
+    key = str(tree)
+    if key not in _GRAPH:
+        _GRAPH[key] = _calls_of(tree, spec.install.import_paths, pkgs)
+    graph = _GRAPH[key]
+    for s in sites:
+        func, mod = s.get("function") or "", s.get("module") or ""
+        if not mod:
+            continue
+        # a public caller of the bug's function in its module is the entry point when the traceback has none
+        simple = func.split(".")[0]
+        callers = [q for q, used in graph.items() if q.startswith(mod + ".") and q.count(".") == mod.count(".") + 1
+                   and simple in used and not q.rsplit(".", 1)[-1].startswith("_")]
+        if not out and not simple.startswith("_") and symbols.exists(f"{mod}.{simple}"):
+            out.append(f"{mod}.{simple}")
+        out += [c for c in callers[:1] if c not in out]
+        if mod not in out:
+            out.append(mod)
+    return out
 
 
 _FIRST = re.compile(r"The first failure reports:\n\n {4}(?P<msg>[^\n]*)")
@@ -91,9 +144,10 @@ def recorded_failure(record: dict) -> tuple[list[statements.Failure], bool]:
 def restate_record(spec, tree: Path, record: dict) -> dict:  # noqa: ANN001
     """The record with its statement rewritten at its own level (nothing else changes but provenance)."""
     failures, crash = recorded_failure(record)
-    n_bugs = len(record.get("provenance", {}).get("sites", [])) or 1
+    sites = record.get("provenance", {}).get("sites", [])
+    n_bugs = len(sites) or 1
     text = compose(spec, tree, failures, crash, n_bugs, record.get("statement_level", "full"),
-                   record["FAIL_TO_PASS"], record["bug_patch"])
+                   record["FAIL_TO_PASS"], record["bug_patch"], sites=sites)
     prov = dict(record.get("provenance", {}), statement_writer=WRITER)
     return dict(record, problem_statement=text, provenance=prov,
                 validation=dict(record.get("validation", {}), failure=kept_failure(failures[0])))
@@ -105,6 +159,40 @@ def kept_failure(f: statements.Failure) -> dict:
     tb = f.longrepr.splitlines()
     return {"test": f.test, "exc_type": f.exc_type, "message": f.message[:2000],
             "longrepr": "\n".join(tb[-40:])}
+
+
+def distinguish(records: list[dict]) -> int:
+    """Make statements that several records share their own, in place: each gets the sentence naming the
+    package code its failure shows up through (its bug's public entry point, else its function's module and
+    the failure's message) that the others of its group lack. Returns how many were changed."""
+    groups: dict[str, list[dict]] = {}
+    for r in records:
+        groups.setdefault(r["problem_statement"].strip(), []).append(r)
+    changed = 0
+    for text, rs in groups.items():
+        if len(rs) < 2:
+            continue
+        taken = {text}
+        for r in rs:
+            sites = r.get("provenance", {}).get("sites") or []
+            funcs = [f"{s['module']}.{s['function'].split('.')[0]}" for s in sites if s.get("module") and s.get("function")]
+            public = [f for f in funcs if not f.rsplit(".", 1)[-1].startswith(("_", "<"))]
+            msg = ((r.get("validation") or {}).get("failure") or {}).get("message", "").strip().splitlines()
+            extras = []
+            if public:
+                extras.append("It shows up through " + ", ".join(f"`{f}`" for f in dict.fromkeys(public)) + ".")
+            if msg and msg[0][:160] not in text:
+                extras.append(f"The error I see: `{statements._first_line(msg[0], 160)}`.")
+            if sites:
+                extras.append("Affected: " + ", ".join(f"`{s['module']}`" for s in sites if s.get("module")) + ".")
+            for k in range(1, len(extras) + 1):
+                new = text + "\n\n" + " ".join(extras[:k])
+                if new not in taken:
+                    taken.add(new)
+                    r["problem_statement"] = new
+                    changed += 1
+                    break
+    return changed
 
 
 def restate_file(path: Path) -> Counter:
@@ -121,4 +209,26 @@ def restate_file(path: Path) -> Counter:
     return rewrite_task_file(path, lambda d: restate_record(spec, tree, d))
 
 
-__all__ = ["Evidence", "WRITER", "compose", "recorded_failure", "restate_file", "restate_record"]
+def distinguish_registry(paths: list[Path]) -> int:
+    """:func:`distinguish` over every registered task (uniqueness is registry-wide), rewriting in ``paths``
+    only the records whose statement it changed."""
+    import json
+
+    from frog_gym.catalog.task import task_files
+    from frog_gym.generators.taskfiles import rewrite_task_file
+
+    records = [json.loads(line) for p in task_files() for line in p.read_text(encoding="utf-8").splitlines()
+               if line.strip()]
+    before = {r["instance_id"]: r["problem_statement"] for r in records}
+    distinguish(records)
+    new = {r["instance_id"]: r["problem_statement"] for r in records if r["problem_statement"] != before[r["instance_id"]]}
+    n = 0
+    for path in paths:
+        ids = {json.loads(line)["instance_id"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+        if ids & set(new):
+            rewrite_task_file(path, lambda d: dict(d, problem_statement=new.get(d["instance_id"], d["problem_statement"])))
+            n += len(ids & set(new))
+    return n
+
+
+__all__ = ["Evidence", "WRITER", "compose", "distinguish", "distinguish_registry", "recorded_failure", "restate_file", "restate_record"]
