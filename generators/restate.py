@@ -64,6 +64,28 @@ _FRAME = re.compile(r"^(?P<path>[^\s:]+\.py):\d+: in (?P<func>\w+)", re.M)
 _GRAPH: dict[str, dict[str, set[str]]] = {}
 
 
+def _public_callers(graph: dict[str, set[str]], mod: str, func: str, depth: int = 4) -> list[str]:
+    """Public module-level functions and classes of the package that reach ``mod.func`` within ``depth``
+    calls (by name), nearest first and those of ``mod`` before others."""
+    frontier = {p for p in func.split(".") if p and p != "<locals>"}
+    if not frontier:
+        return []
+    found: dict[str, int] = {}
+    seen = set(frontier)
+    for d in range(depth):
+        new = {q for q, used in graph.items() if used & frontier}
+        for q in new:
+            top = q[len(mod) + 1:] if q.startswith(mod + ".") else q.split(".", 1)[-1]
+            head = top.split(".")[0]
+            if not head.startswith("_") and "." not in top and q not in found:
+                found[q] = d
+        frontier = {q.rsplit(".", 1)[-1] for q in new} - seen
+        seen |= frontier
+        if not frontier:
+            break
+    return sorted(found, key=lambda q: (found[q], not q.startswith(mod + "."), len(q)))
+
+
 def failing_path_of(spec, tree: Path, failures: list[statements.Failure], sites: list[dict],  # noqa: ANN001
                     pkgs: set[str], symbols) -> list[str]:  # noqa: ANN001
     """Dotted package code on the failing path, entry point first: the package frames of the first failure's
@@ -86,6 +108,9 @@ def failing_path_of(spec, tree: Path, failures: list[statements.Failure], sites:
                 if m.group("func") != "<module>" and symbols.exists(name) and name not in out:
                     out.append(name)
                 break
+    # a trimmed traceback may start inside private helpers: a public frame is the better entry point
+    out = [n for n in out if not n.rsplit(".", 1)[-1].startswith("_")] + \
+          [n for n in out if n.rsplit(".", 1)[-1].startswith("_")]
     key = str(tree)
     if key not in _GRAPH:
         _GRAPH[key] = _calls_of(tree, spec.install.import_paths, pkgs)
@@ -94,13 +119,14 @@ def failing_path_of(spec, tree: Path, failures: list[statements.Failure], sites:
         func, mod = s.get("function") or "", s.get("module") or ""
         if not mod:
             continue
-        # a public caller of the bug's function in its module is the entry point when the traceback has none
+        # the nearest public caller of the bug's function is the entry point when the traceback has none
         simple = func.split(".")[0]
-        callers = [q for q, used in graph.items() if q.startswith(mod + ".") and q.count(".") == mod.count(".") + 1
-                   and simple in used and not q.rsplit(".", 1)[-1].startswith("_")]
-        if not out and not simple.startswith("_") and symbols.exists(f"{mod}.{simple}"):
+        if not out and not simple.startswith(("_", "<")) and symbols.exists(f"{mod}.{simple}"):
             out.append(f"{mod}.{simple}")
+        callers = _public_callers(graph, mod, func)
         out += [c for c in callers[:1] if c not in out]
+        if not callers and simple and symbols.exists(f"{mod}.{simple}") and f"{mod}.{simple}" not in out:
+            out.append(f"{mod}.{simple}")  # no public caller found: the (private) function itself
         if mod not in out:
             out.append(mod)
     return out
@@ -141,11 +167,56 @@ def recorded_failure(record: dict) -> tuple[list[statements.Failure], bool]:
     return [first] + [statements.Failure(t, "", "", "") for t in f2p if t != test][: _EVIDENCE_TESTS - 1], crash
 
 
+_HUNK = re.compile(r"^\+\+\+ b/(?P<path>\S+)$|^@@ -\d+(?:,\d+)? \+(?P<line>\d+)", re.M)
+
+
+def sites_of(record: dict, tree: Path, symbols) -> list[dict]:  # noqa: ANN001 (Symbols)
+    """The record's bug sites, else ones read off its gold patch: for each hunk, the module and the function
+    (``Class.method``) around its first changed line in ``tree`` (the fixed source), so that handwritten and
+    FrogLive tasks have a failing path too."""
+    import ast
+
+    sites = (record.get("provenance") or {}).get("sites") or []
+    if sites:
+        return sites
+    out, path = [], ""
+    for m in _HUNK.finditer(record.get("patch", "")):
+        if m.group("path"):
+            path = m.group("path")
+            continue
+        if not path.endswith(".py"):
+            continue
+        parts = path.removesuffix(".py").split("/")
+        mod = next((".".join(parts[i:]).removesuffix(".__init__") for i in range(len(parts))
+                    if ".".join(parts[i:]).removesuffix(".__init__") in symbols.names), "")
+        if not mod:
+            continue
+        try:
+            mtree = ast.parse((tree / path).read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        line, func = int(m.group("line")) + 3, ""
+
+        def visit(body, prefix: str) -> None:  # noqa: ANN001
+            nonlocal func
+            for node in body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
+                        node.lineno <= line <= (node.end_lineno or node.lineno):
+                    func = f"{prefix}{node.name}"
+                    visit(node.body, f"{func}.")
+
+        visit(mtree.body, "")
+        site = {"module": mod, "function": func}
+        if site not in out:  # a module-level change: the module is the site
+            out.append(site)
+    return out
+
+
 def restate_record(spec, tree: Path, record: dict) -> dict:  # noqa: ANN001
     """The record with its statement rewritten at its own level (nothing else changes but provenance)."""
     failures, crash = recorded_failure(record)
-    sites = record.get("provenance", {}).get("sites", [])
-    n_bugs = len(sites) or 1
+    sites = sites_of(record, tree, symbols_of(spec, tree)[0])
+    n_bugs = len(record.get("provenance", {}).get("sites", [])) or 1
     text = compose(spec, tree, failures, crash, n_bugs, record.get("statement_level", "full"),
                    record["FAIL_TO_PASS"], record["bug_patch"], sites=sites)
     prov = dict(record.get("provenance", {}), statement_writer=WRITER)
@@ -161,7 +232,7 @@ def kept_failure(f: statements.Failure) -> dict:
             "longrepr": "\n".join(tb[-40:])}
 
 
-def distinguish(records: list[dict]) -> int:
+def distinguish(records: list[dict], derived: dict[str, list[dict]] | None = None) -> int:
     """Make statements that several records share their own, in place: each gets the sentence naming the
     package code its failure shows up through (its bug's public entry point, else its function's module and
     the failure's message) that the others of its group lack. Returns how many were changed."""
@@ -174,17 +245,23 @@ def distinguish(records: list[dict]) -> int:
             continue
         taken = {text}
         for r in rs:
-            sites = r.get("provenance", {}).get("sites") or []
-            funcs = [f"{s['module']}.{s['function'].split('.')[0]}" for s in sites if s.get("module") and s.get("function")]
-            public = [f for f in funcs if not f.rsplit(".", 1)[-1].startswith(("_", "<"))]
+            sites = r.get("provenance", {}).get("sites") or (derived or {}).get(r["instance_id"], [])
+            funcs = [f"{s['module']}.{s['function'].split('.<locals>')[0]}" for s in sites
+                     if s.get("module") and s.get("function")]
+            public = [f for f in funcs if not f.rsplit(".", 1)[-1].startswith("<")]
             msg = ((r.get("validation") or {}).get("failure") or {}).get("message", "").strip().splitlines()
+            msg = [m for m in msg[:1] if m.strip() not in ("AssertionError", "assert False", "")]
             extras = []
+            if "__live-" in r["instance_id"] and sites:  # a changelog entry several fixes share: which part
+                extras.append("This report is about the part in " +
+                              ", ".join(f"`{m}`" for m in dict.fromkeys(s["module"] for s in sites)) + ".")
             if public:
                 extras.append("It shows up through " + ", ".join(f"`{f}`" for f in dict.fromkeys(public)) + ".")
             if msg and msg[0][:160] not in text:
                 extras.append(f"The error I see: `{statements._first_line(msg[0], 160)}`.")
             if sites:
-                extras.append("Affected: " + ", ".join(f"`{s['module']}`" for s in sites if s.get("module")) + ".")
+                extras.append("Affected: " + ", ".join(f"`{m}`" for m in dict.fromkeys(
+                    s["module"] for s in sites if s.get("module"))) + ".")
             for k in range(1, len(extras) + 1):
                 new = text + "\n\n" + " ".join(extras[:k])
                 if new not in taken:
@@ -209,18 +286,52 @@ def restate_file(path: Path) -> Counter:
     return rewrite_task_file(path, lambda d: restate_record(spec, tree, d))
 
 
+def restate_generated_live(path: Path) -> Counter:
+    """Rewrite the generated statements of one ``<repo>.live.jsonl`` (``provenance["statement"] ==
+    "generated"``, no changelog entry matched) with the failing path read off the fix, on the task's own
+    release; changelog statements are left as they are (``frog-gym mine --restate`` matches those)."""
+    from frog_gym.catalog.live import release_spec
+    from frog_gym.catalog.spec import load_repo
+    from frog_gym.generators.statement_check import repo_symbols
+    from frog_gym.generators.taskfiles import rewrite_task_file
+
+    def one(d: dict) -> dict:
+        prov = d.get("provenance") or {}
+        if prov.get("statement") != "generated":
+            return d
+        src = prov.get("source") or {}
+        symbols, _, tree = repo_symbols(d["repo"], src.get("version", ""), src.get("sha256", ""))
+        spec = release_spec(load_repo(d["repo"]), src.get("version", ""), src.get("sha256", ""), None)
+        failures, _ = recorded_failure(d)
+        text = compose(spec, tree, failures, False, 1, d.get("statement_level") or "medium", d["FAIL_TO_PASS"],
+                       d.get("bug_patch", ""), sites=sites_of(d, tree, symbols))
+        return dict(d, problem_statement=text)
+
+    return rewrite_task_file(path, one)
+
+
 def distinguish_registry(paths: list[Path]) -> int:
     """:func:`distinguish` over every registered task (uniqueness is registry-wide), rewriting in ``paths``
     only the records whose statement it changed."""
     import json
 
     from frog_gym.catalog.task import task_files
+    from frog_gym.generators.statement_check import repo_symbols
     from frog_gym.generators.taskfiles import rewrite_task_file
 
     records = [json.loads(line) for p in task_files() for line in p.read_text(encoding="utf-8").splitlines()
                if line.strip()]
     before = {r["instance_id"]: r["problem_statement"] for r in records}
-    distinguish(records)
+    texts: dict[str, int] = {}
+    for r in records:
+        texts[r["problem_statement"].strip()] = texts.get(r["problem_statement"].strip(), 0) + 1
+    derived = {}
+    for r in records:  # only shared statements without recorded sites need their patch read
+        if texts[r["problem_statement"].strip()] > 1 and not (r.get("provenance") or {}).get("sites"):
+            src = (r.get("provenance") or {}).get("source") or {}
+            symbols, _, tree = repo_symbols(r["repo"], src.get("version", ""), src.get("sha256", ""))
+            derived[r["instance_id"]] = sites_of(r, tree, symbols)
+    distinguish(records, derived)
     new = {r["instance_id"]: r["problem_statement"] for r in records if r["problem_statement"] != before[r["instance_id"]]}
     n = 0
     for path in paths:
@@ -231,4 +342,4 @@ def distinguish_registry(paths: list[Path]) -> int:
     return n
 
 
-__all__ = ["Evidence", "WRITER", "compose", "distinguish", "distinguish_registry", "recorded_failure", "restate_file", "restate_record"]
+__all__ = ["Evidence", "WRITER", "compose", "distinguish", "restate_generated_live", "distinguish_registry", "recorded_failure", "restate_file", "restate_record"]

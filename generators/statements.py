@@ -148,6 +148,8 @@ def _module_of(ctx: StatementContext) -> str:
             parent = parent.rsplit(".", 1)[0]
         if parent in ctx.modules and "." in parent:
             return f"`{parent}`"
+        if parent in ctx.modules:  # a one-module package: its class or function is what a user sees
+            return f"`{p}`"
     return f"`{ctx.package}`"
 
 
@@ -195,10 +197,11 @@ def full(ctx: StatementContext) -> str:
     for f, ev in _distinct(ctx)[: min(2, ctx.n_bugs)]:
         exc = _exception(f)
         got, want = observed_expected(f, ev)
+        hidden = False
         if got and want:
             got, want = _differ(got, want)
             if not got:  # the shortened values read the same: say so instead of showing two equal strings
-                want, f = "", replace(f, message="")
+                want, f, hidden = "", replace(f, message=""), True
         if ev.repro:
             text = f"Running this:\n\n```python\n{ev.repro}\n```\n\n"
         elif ev.call:
@@ -217,7 +220,7 @@ def full(ctx: StatementContext) -> str:
             text += (f"Expected: `{want}`.\n" if want else "") + (
                 f"Actual: the result is wrong (`{line}`)." if line and line != f.exc_type
                 else "Actual: a result that differs from the expected one in a detail the shortened values "
-                     "hide (compare them in full).")
+                     "hide (compare them in full)." if hidden else "Actual: the result is wrong.")
         parts.append(text)
     title = _title(ctx)
     more = "\n\nOther calls seem affected too." if len(_distinct(ctx)) > len(parts) else ""

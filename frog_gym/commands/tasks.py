@@ -96,7 +96,13 @@ def run(args: argparse.Namespace) -> int:
         if args.restate:
             from frog_gym.generators.restate import distinguish_registry
 
-            print(f"made unique: {distinguish_registry([_task_path(n) for n in sorted(names)])} statement(s)")
+            from frog_gym.generators.restate import restate_generated_live
+
+            live = {task_index()[i][0] for i in ids if is_live(i)}  # a shared changelog entry says which part
+            for name in sorted(live):
+                counts = restate_generated_live(_task_path(name))
+                print(f"{name}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())), flush=True)
+            print(f"made unique: {distinguish_registry([_task_path(n) for n in sorted(names | live)])} statement(s)")
         refresh_tasks()
         return 0
     if args.difficulty:
