@@ -108,13 +108,23 @@ def failing_path_of(spec, tree: Path, failures: list[statements.Failure], sites:
                 if m.group("func") != "<module>" and symbols.exists(name) and name not in out:
                     out.append(name)
                 break
-    # a trimmed traceback may start inside private helpers: a public frame is the better entry point
-    out = [n for n in out if not n.rsplit(".", 1)[-1].startswith("_")] + \
-          [n for n in out if n.rsplit(".", 1)[-1].startswith("_")]
     key = str(tree)
     if key not in _GRAPH:
         _GRAPH[key] = _calls_of(tree, spec.install.import_paths, pkgs)
     graph = _GRAPH[key]
+    if sites and out:  # a frame that cannot reach the bug (a helper the package ships for its tests, which
+        reach: set[str] = set()  # calls what it is given) is not where to look: keep the frames that can
+        for s in sites:
+            frontier = {p for p in (s.get("function") or "").split(".") if p and p != "<locals>"}
+            reach |= frontier
+            for _ in range(6):
+                frontier = {q.rsplit(".", 1)[-1] for q, used in graph.items() if used & frontier} - reach
+                reach |= frontier
+        kept = [n for n in out if n.rsplit(".", 1)[-1] in reach]
+        out = kept or out[-1:]
+    # a trimmed traceback may start inside private helpers: a public frame is the better entry point
+    out = [n for n in out if not n.rsplit(".", 1)[-1].startswith("_")] + \
+          [n for n in out if n.rsplit(".", 1)[-1].startswith("_")]
     for s in sites:
         func, mod = s.get("function") or "", s.get("module") or ""
         if not mod:
