@@ -676,3 +676,40 @@ def all_results(family: str = "live") -> list[PairResult]:
 __all__ = ["Release", "Hunk", "PairResult", "list_releases", "fetch_release", "mine", "mine_pair", "minimize",
            "report", "hunks_of", "apply_hunks", "changelog_section", "changelog_entries", "clean_entry",
            "fix_names", "issue_refs", "match_changelog", "reverse_onto", "mirror_task", "MIRROR_MARK"]
+
+
+# --- FrogLive quality: what a mined task must be to count as a real bug fix ----------------------------------
+
+MAX_FIX_LINES = 400
+"""A FrogLive fix changing more lines than this (added + removed) is a rewrite or a bundle, not one fix."""
+_VERSION_DROP = re.compile(r"(?i)\bdrop(?:ped|s)? support for python|\bpython \d+(?:\.\d+)+ support\b")
+_FEATURE = re.compile(r"(?i)^\W*(?:add(?:ed|s)?|new|introduce[sd]?|support for)\b")
+_FIXLIKE = re.compile(r"(?i)\b(?:fix\w*|bug|regression|crash\w*|wrong|incorrect\w*|error|broken)\b")
+
+
+def quality_problems(record: dict) -> list[str]:
+    """Why a FrogLive task record is not a usable bug fix (empty: it is). The rule: its gold patch changes at
+    most :data:`MAX_FIX_LINES` lines, at most half of them outside ``.py`` files (else a data update); it has a
+    PASS_TO_PASS test; its statement is not a version drop ("Drop support for Python 2.7", "Python 3.10
+    support") nor a feature ("Add ...", "New ...") unless it also says it fixes something."""
+    patch = record.get("patch", "")
+    changed, data, path = 0, 0, ""
+    for line in patch.splitlines():
+        if line.startswith("+++ "):
+            path = line[4:].strip()
+        elif line[:1] in "+-" and not line.startswith(("+++", "---")):
+            changed += 1
+            data += not path.endswith(".py")
+    found = []
+    if changed > MAX_FIX_LINES:
+        found.append(f"its fix changes {changed} lines (cap {MAX_FIX_LINES}): a rewrite or a bundle")
+    if changed and data * 2 > changed:
+        found.append(f"{data} of its {changed} changed lines are not Python: a data update")
+    if not record.get("PASS_TO_PASS"):
+        found.append("it has no PASS_TO_PASS test")
+    head = record.get("problem_statement", "").strip().split("\n")[0]
+    if _VERSION_DROP.search(head):
+        found.append("its statement is a version drop")
+    elif _FEATURE.match(head) and not _FIXLIKE.search(head):
+        found.append("its statement is a feature")
+    return found

@@ -33,7 +33,7 @@ import importlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from frog_gym.generators.testsource import Evidence
 
@@ -66,6 +66,11 @@ class StatementContext:
     evidence: list[Evidence] = field(default_factory=list)
     crash: bool = False
     n_bugs: int = 1
+    path: list[str] = field(default_factory=list)
+    modules: frozenset[str] = frozenset()
+    """The package's module names (to tell a module from a function in ``path``)."""
+    """Dotted package code on the failing path (traceback frames, the called function when it reaches the
+    bug, the bug's module), entry point first: what a statement names when the evidence names nothing."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -122,6 +127,54 @@ def _api(ev: Evidence) -> str:
     return f"`{ev.api}()`" if ev.api else ""
 
 
+def _where(ctx: StatementContext, ev: Evidence) -> str:
+    """The package code a statement names: the evidence's function, else the failing path's entry point,
+    else the package (only when nothing is known)."""
+    if ev.api:
+        return _api(ev)
+    if ctx.path:
+        p = ctx.path[0]
+        return f"`{p}()`" if p.rsplit(".", 1)[-1][:1].islower() and p not in ctx.modules else f"`{p}`"
+    return f"`{ctx.package}`"
+
+
+def _module_of(ctx: StatementContext) -> str:
+    """The module of the failing path's entry point (what a vague statement names), else the package."""
+    for p in ctx.path:
+        if p in ctx.modules:
+            return f"`{p}`"
+        parent = p.rsplit(".", 1)[0]
+        while parent and parent not in ctx.modules and "." in parent:
+            parent = parent.rsplit(".", 1)[0]
+        if parent in ctx.modules and "." in parent:
+            return f"`{parent}`"
+        if parent in ctx.modules:  # a one-module package: its class or function is what a user sees
+            return f"`{p}`"
+    return f"`{ctx.package}`"
+
+
+def _differ(got: str, want: str) -> tuple[str, str]:
+    """``got``/``want`` with the part where they differ kept visible: equal prefixes and suffixes longer than
+    a few characters are elided (``...``); ('', '') when the two read the same (quotes ignored)."""
+    norm = lambda x: x.replace('"', "'")  # noqa: E731
+    if norm(got) == norm(want):
+        return "", ""
+    if len(got) <= 60 and len(want) <= 60:
+        return got, want
+    a, b = norm(got), norm(want)
+    i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
+    j = 0
+    while j < min(len(a), len(b)) - i and a[-1 - j] == b[-1 - j]:
+        j += 1
+    lo = max(0, i - 15)
+
+    def cut(x: str) -> str:
+        hi = len(x) - max(0, j - 15)
+        return ("..." if lo else "") + x[lo:hi] + ("..." if hi < len(x) else "")
+
+    return cut(got), cut(want)
+
+
 def _symptom(f: Failure, ev: Evidence) -> str:
     """One clause: what goes wrong, in the API's terms."""
     exc = _exception(f)
@@ -144,15 +197,18 @@ def full(ctx: StatementContext) -> str:
     for f, ev in _distinct(ctx)[: min(2, ctx.n_bugs)]:
         exc = _exception(f)
         got, want = observed_expected(f, ev)
+        hidden = False
+        if got and want:
+            got, want = _differ(got, want)
+            if not got:  # the shortened values read the same: say so instead of showing two equal strings
+                want, f, hidden = "", replace(f, message=""), True
         if ev.repro:
             text = f"Running this:\n\n```python\n{ev.repro}\n```\n\n"
         elif ev.call:
             named = not ev.api or ev.call.startswith(ev.api + "(")
             text = f"Calling `{ev.call}`" + ("" if named else f" (that is, {_api(ev)})") + ":\n\n"
-        elif ev.api:
-            text = f"Using {_api(ev)}:\n\n"
         else:
-            text = f"Using `{ctx.package}`:\n\n"
+            text = f"Using {_where(ctx, ev)}:\n\n"
         if ev.raises and "DID NOT RAISE" in f.message:
             text += f"Expected: `{ev.raises}` is raised.\nActual: no exception."
         elif exc:
@@ -163,11 +219,13 @@ def full(ctx: StatementContext) -> str:
             line = _first_line(f.message)
             text += (f"Expected: `{want}`.\n" if want else "") + (
                 f"Actual: the result is wrong (`{line}`)." if line and line != f.exc_type
-                else "Actual: the result is wrong.")
+                else "Actual: a result that differs from the expected one in a detail the shortened values "
+                     "hide (compare them in full)." if hidden else "Actual: the result is wrong.")
         parts.append(text)
     title = _title(ctx)
     more = "\n\nOther calls seem affected too." if len(_distinct(ctx)) > len(parts) else ""
-    return f"{title}\n\n" + "\n\n---\n\n".join(parts) + more
+    multi = "\n\nThere may be more than one defect." if ctx.n_bugs > 1 else ""
+    return f"{title}\n\n" + "\n\n---\n\n".join(parts) + more + multi
 
 
 def _distinct(ctx: StatementContext) -> list[tuple[Failure, Evidence]]:
@@ -185,7 +243,7 @@ def _distinct(ctx: StatementContext) -> list[tuple[Failure, Evidence]]:
 
 def _title(ctx: StatementContext) -> str:
     f, ev = _distinct(ctx)[0]
-    what = _api(ev) or f"`{ctx.package}`"
+    what = _where(ctx, ev)
     exc = _exception(f)
     if ev.raises and "DID NOT RAISE" in f.message:
         return f"{what} does not raise `{ev.raises}` any more"
@@ -198,7 +256,7 @@ def medium(ctx: StatementContext) -> str:
     pairs = _distinct(ctx)
     out = []
     for f, ev in pairs[: min(2, ctx.n_bugs)]:
-        who = _api(ev) or f"Something in `{ctx.package}`"
+        who = _where(ctx, ev) if ev.api or ctx.path else f"Something in `{ctx.package}`"
         out.append(f"{who} {_symptom(f, ev)}.")
     multi = " There may be more than one defect." if ctx.n_bugs > 1 else ""
     more = " Other inputs seem affected too." if len(ctx.failures) > 3 else ""
@@ -206,7 +264,7 @@ def medium(ctx: StatementContext) -> str:
 
 
 def vague(ctx: StatementContext) -> str:
-    pkg = f"`{ctx.package}`"
+    pkg = _module_of(ctx)
     if ctx.crash:
         return f"{pkg} cannot be imported any more."
     if ctx.n_bugs > 1:
@@ -260,7 +318,8 @@ def openai_writer(model: str, base_url: str, api_key_env: str | None = None) -> 
 
 def _context_of(d: dict) -> StatementContext:
     return StatementContext(d["repo"], d["package"], [Failure(**f) for f in d["failures"]],
-                            [Evidence(**e) for e in d["evidence"]], d["crash"], d["n_bugs"])
+                            [Evidence(**e) for e in d["evidence"]], d["crash"], d["n_bugs"], list(d.get("path", [])),
+                            frozenset(d.get("modules", ())))
 
 
 def load_writer(spec: str | None) -> Callable[[dict], str] | None:

@@ -340,7 +340,8 @@ def make_task(repo: PreparedRepo, cand: Candidate, v: Validation, cfg: GenerateC
     level = level or statements.level_for(cand.iid)
     failures = _failures(v) or [statements.Failure(t, "", "", "") for t in v.fail_to_pass]
     bug_patch, gold = patches(bug_changes_of(repo, cand.sites))
-    text = compose(spec, repo.tree, failures, v.crash, len(cand.sites), level, v.fail_to_pass, bug_patch, writer)
+    text = compose(spec, repo.tree, failures, v.crash, len(cand.sites), level, v.fail_to_pass, bug_patch, writer,
+                   sites=[asdict(s) for s in cand.sites])
     test_patch = hidden_tests_patch(repo.tree, v.fail_to_pass, spec.tests.is_test_file) if cfg.hide_tests else ""
     return Task(
         instance_id=cand.iid, repo=spec.name, version=spec.source.version or spec.source.commit[:12],

@@ -88,10 +88,21 @@ def run(args: argparse.Namespace) -> int:
 
         rewrite = restate_file if args.restate else hide_tests_file
         # FrogLive's hidden tests are the fix's own test changes, set when mined on the release before it
-        names = {task_index()[i][0] for i in ids if args.restate or not is_live(i)}
+        # FrogLive's statements are changelog entries (`frog-gym mine --restate` rewrites them)
+        names = {task_index()[i][0] for i in ids if not is_live(i)}
         for name in sorted(names):
             counts = rewrite(_task_path(name))
             print(f"{name}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())), flush=True)
+        if args.restate:
+            from frog_gym.generators.restate import distinguish_registry
+
+            from frog_gym.generators.restate import restate_generated_live
+
+            live = {task_index()[i][0] for i in ids if is_live(i)}  # a shared changelog entry says which part
+            for name in sorted(live):
+                counts = restate_generated_live(_task_path(name))
+                print(f"{name}: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())), flush=True)
+            print(f"made unique: {distinguish_registry([_task_path(n) for n in sorted(names | live)])} statement(s)")
         refresh_tasks()
         return 0
     if args.difficulty:

@@ -233,3 +233,59 @@ def test_openai_writer_against_a_local_server(tree, monkeypatch):
         statements.load_writer("openai:tiny-model")
     with pytest.raises(ValueError, match="module:function"):
         statements.load_writer("nocolon")
+
+
+def test_every_registered_statement_meets_the_text_rubric():
+    """Over the whole registry (no source read, so fast): every synthetic statement names package code below
+    the package, none shows an Expected and an Actual value that read the same, no two tasks share one."""
+    from frog_gym.generators.statement_check import registry_records, rubric_problems
+
+    records = registry_records()
+    assert len(records) > 1000
+    bad = rubric_problems(records)
+    assert not bad, f"{len(bad)} statements fail the rubric, e.g. {list(bad.items())[:3]}"
+
+
+def test_rubric_catches_each_kind_of_unactionable_statement():
+    from frog_gym.generators.statement_check import rubric_problems
+
+    def rec(iid: str, text: str) -> dict:
+        return {"instance_id": iid, "repo": "toolz", "problem_statement": text, "patch": "+++ b/toolz/itertoolz.py\n",
+                "provenance": {"sites": [{"module": "toolz.itertoolz", "function": "last"}]}}
+
+    good = rec("a", "`toolz.itertoolz.last()` returns a wrong result\n\nExpected: `'E'`.\nActual: `'D'`.")
+    bad = rubric_problems([good, rec("b", "Some results I get from `toolz` are wrong."),
+                           rec("c", "`toolz.itertoolz.last()` is wrong\n\nExpected: `'ab...'`.\nActual: `\"ab...\"`."),
+                           rec("d", good["problem_statement"])])
+    assert set(bad) == {"a", "b", "c", "d"}
+    assert bad["b"][0].startswith("names only the package") and bad["c"] == [
+        "shows an Expected and an Actual value that read the same"]
+    assert bad["a"] == bad["d"] == ["shares its statement with 1 other task(s)"]
+
+
+def test_expected_and_actual_keep_their_difference_visible():
+    got, want = statements._differ("{'count': False, 'name': None, 'x': [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]}",
+                                   "{'count': False, 'name': None, 'x': [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12]}")
+    assert got != want and got.endswith("11]}") and want.endswith("12]}") and got.startswith("...")
+    assert statements._differ("'a'", '"a"') == ("", "")
+
+
+def test_every_froglive_task_passes_the_quality_rule():
+    """FrogLive tasks are single bug fixes with a PASS_TO_PASS test, no rewrite, data update, feature or
+    version drop (``generators.mine.quality_problems``); the rule itself rejects each kind."""
+    from frog_gym.generators.mine import quality_problems
+    from frog_gym.generators.statement_check import registry_records
+
+    live = registry_records("*.live.jsonl")
+    assert len(live) > 50
+    bad = {r["instance_id"]: quality_problems(r) for r in live if quality_problems(r)}
+    assert not bad, bad
+    fix = {"patch": "+++ b/pkg/a.py\n-    x = 1\n+    x = 2\n", "PASS_TO_PASS": ["t.py::a"],
+           "problem_statement": "Fix `a()` returning 1."}
+    assert quality_problems(fix) == []
+    assert quality_problems(dict(fix, problem_statement="Drop support for Python 2.7.")) == [
+        "its statement is a version drop"]
+    assert quality_problems(dict(fix, problem_statement="Add `b()`, which returns 2.")) == ["its statement is a feature"]
+    assert quality_problems(dict(fix, PASS_TO_PASS=[])) == ["it has no PASS_TO_PASS test"]
+    big = dict(fix, patch="+++ b/pkg/data.json\n" + "+x\n" * 500)
+    assert len(quality_problems(big)) == 2
