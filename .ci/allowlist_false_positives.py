@@ -111,10 +111,15 @@ def gold_fixes():
 
 def apr_fixes():
     """Every fix ``apr`` found (a resolved row of ``docs/difficulty/*.results.jsonl``), once per task and patch."""
-    seen = set()
+    from frog_gym.catalog.task import registered_task_ids
+
+    seen, registered = set(), set(registered_task_ids())
     for results in sorted((ROOT / "docs" / "difficulty").glob("*.results.jsonl")):
         for line in results.read_text().splitlines():
             row = json.loads(line)
+            # a task of a re-pinned repository (the time split) is gone with its snapshot: its fix is not checked
+            if row["task_id"] not in registered:
+                continue
             if row["agent"] == "apr" and row["resolved"] and (row["task_id"], row["model_patch"]) not in seen:
                 seen.add((row["task_id"], row["model_patch"]))
                 yield fix_of(row["task_id"], row["model_patch"], "apr")
