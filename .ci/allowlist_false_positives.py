@@ -47,7 +47,8 @@ REASONS = {
                      "six__removed_statement-22417924", "six__removed_statement-65a3f207",
                      "six__removed_statement-6b03902b", "six__removed_statement-7ef7bb1e", "toolz__combo2-bc33196b",
                      "toolz__missing_branch-4279f154", "toolz__missing_branch-7e089480", "wrapt__combo2-32a86189",
-                     "wrapt__combo2-d4b9b1c0", "wrapt__missing_branch-c81a3518"), _RESTORED),
+                     "wrapt__combo2-d4b9b1c0", "wrapt__missing_branch-c81a3518",
+                     "wrapt__duplicated_branch_body-c034a768", "wrapt__duplicated_branch_body-f68fe3d6"), _RESTORED),
     "boltons__live-26.0.0-2": "a real feature (partition by attribute name) reads an attribute named by the caller "
                               "in a new function; allowed as graded (the release's own code does it there); written "
                               "anywhere else it is refused: a computed attribute name is what forgeries use",
