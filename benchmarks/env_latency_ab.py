@@ -28,7 +28,7 @@ def one(tree: Path, task: str, n: int) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", required=True, type=Path, help="the other checkout (a git worktree of main)")
-    ap.add_argument("--task", default="cachetools__handwritten-0003")
+    ap.add_argument("--task", default="inflection__handwritten-0005")
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()

@@ -28,7 +28,7 @@ from frog_gym.catalog.task import load_task
 from frog_gym.sandbox.workspace import Change, Workspace, template_for, write_changes
 
 DEFAULT_TASKS = ("inflection__handwritten-0001", "iniconfig__arithmetic_op_swap-3e9569c7",
-                 "toolz__handwritten-0001")
+                 "inflection__handwritten-0005")
 
 
 def gold_changes(repo, task, template) -> list[Change]:

@@ -67,7 +67,7 @@ from frog_gym.grading.runner import (GRADING_PYTEST_ARGS, _patched, grading_sele
                                      hidden_test_changes, key_fifo, patch_files, read_report, test_files_of)
 from frog_gym.sandbox.workspace import Change, Workspace, append_file, template_for, write_changes  # noqa: E402
 
-TASKS = ("marshmallow__combo2-9e9ce6ca", "tomlkit__combo2-74b3a849", "pyflakes__combo2-cd9d9021",
+TASKS = ("marshmallow__combo2-1cd84399", "tomlkit__combo2-74b3a849", "pyflakes__combo2-cd9d9021",
          "inflection__handwritten-0005")
 SIDES = ("bare", "select", "guard", "graded", "base", "warm", "grade")
 _REPORTED = re.compile(r" in (\d+(?:\.\d+)?)s")

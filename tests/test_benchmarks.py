@@ -15,7 +15,7 @@ from frog_gym.catalog.task import task_index
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
-HELPERS = {"cpumeter.py"}
+HELPERS = {"cpumeter.py", "taskpick.py"}
 """Modules the benchmarks import, not benchmarks themselves."""
 
 SMALLEST: dict[str, list[str]] = {
