@@ -57,24 +57,26 @@ _EOF = "\x00eof"
 _STDOUT, _STDERR = 1, 2
 
 SUPERVISOR = r"""trap '' HUP INT QUIT TERM USR1 USR2 PIPE ALRM
-while read -r cmd keep; do
+while read -r cmd keep tag; do
   case $cmd in
-    kill)  # SIGKILL every process but PID 1 and $keep, until none is left (fork bombs refill)
+    kill)  # SIGKILL every process but PID 1 and $keep, until a whole pass finds none alive (fork bombs refill;
+           # a process that exits by itself before its kill may have forked one the pass did not list)
       total=0
       for round in {1..400}; do
-        n=0
+        seen=0
         for d in /proc/[0-9]*; do
           p=${d#/proc/}
           [[ $p == 1 || $p == "$keep" ]] && continue
           read -r line < "$d/stat" 2>/dev/null || continue
           st=${line##*) }
           [[ ${st%% *} == Z ]] && continue
-          kill -9 "$p" 2>/dev/null && ((n++))
+          ((seen++))
+          kill -9 "$p" 2>/dev/null && ((total++))
         done
-        ((total += n, n)) || break
+        ((seen)) || break
       done
-      printf 'killed %s\n' "$total";;
-    *) printf 'pong\n';;
+      printf 'killed %s %s\n' "$total" "$tag";;
+    *) printf 'pong %s\n' "$keep";;
   esac
 done
 """
@@ -221,6 +223,7 @@ class DockerSandbox(ClosingOnExit):
         self.container: Any = None
         self._sup: _Frames | None = None
         self._sup_buf = b""
+        self._sup_seq = 0
         self._shell: _Frames | None = None
         self._exec_id: str | None = None
         self._shell_pid: int | None = None
@@ -285,20 +288,30 @@ class DockerSandbox(ClosingOnExit):
                                "setpriv, from util-linux)")
 
     def _supervise(self, request: str, timeout: float = 10.0) -> str | None:
-        """Send a request to PID 1 and wait for its one-line answer (None: it did not answer)."""
+        """Send a request to PID 1 and wait for its one-line answer (None: it did not answer in time).
+
+        Each request carries a tag PID 1 repeats in its answer, and an answer with another tag (one that came
+        after its request was given up on) is dropped: a late ``killed`` line must not stand for a later kill
+        that is still under way, killing the next command's processes."""
         if self._sup is None or self._sup.eof:
             return None
-        self._sup.send(request.encode() + b"\n")
+        self._sup_seq += 1
+        tag = f"t{self._sup_seq}"
+        verb, _, arg = request.partition(" ")
+        self._sup.send(f"{verb} {arg or tag} {tag}\n".encode())
         deadline = time.monotonic() + timeout
-        while b"\n" not in self._sup_buf:
+        while True:
+            while b"\n" in self._sup_buf:
+                line, self._sup_buf = self._sup_buf.split(b"\n", 1)
+                words = line.decode("ascii", "replace").split()
+                if words and words[-1] == tag:
+                    return " ".join(words[:-1])
             left = deadline - time.monotonic()
             if left <= 0 or self._sup.eof:
                 return None
             select.select([self._sup], [], [], min(left, 0.5))
             for _, data in self._sup.pump():
                 self._sup_buf += data
-        line, self._sup_buf = self._sup_buf.split(b"\n", 1)
-        return line.decode("ascii", "replace")
 
     def _alive(self) -> bool:
         return self.container is not None and self._sup is not None and not self._sup.eof
