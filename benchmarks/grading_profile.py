@@ -63,7 +63,7 @@ from frog_gym.catalog.task import load_task  # noqa: E402
 from frog_gym.grading import server as grading_server  # noqa: E402
 from frog_gym.grading.grade import grade  # noqa: E402
 from frog_gym.grading.integrity import Canaries  # noqa: E402
-from frog_gym.grading.runner import (GRADING_PYTEST_ARGS, _patched, grading_selection, guard_for,  # noqa: E402
+from frog_gym.grading.runner import (GRADING_PYTEST_ARGS, PLUGIN_PARTS, _patched, grading_selection, guard_for,  # noqa: E402
                                      hidden_test_changes, key_fifo, patch_files, read_report, test_files_of)
 from frog_gym.sandbox.workspace import Change, Workspace, append_file, template_for, write_changes  # noqa: E402
 
@@ -221,15 +221,22 @@ def profile(t: Task, work: Path) -> None:
     whole = st.total_tt
     own: dict[str, float] = {}
     calls: dict[str, int] = {}
+    parts = {"frog_report.py", *(Path(f).name for f in PLUGIN_PARTS)}
     for (fn, _line, name), (_cc, nc, tt, _ct, _callers) in st.stats.items():  # type: ignore[attr-defined]
-        if fn.endswith("frog_report.py"):
+        if Path(fn).name in parts:  # the report plugin and every part it loads (guard, seal, vault, key)
+            name = f"{Path(fn).stem}.{name}"
             own[name] = own.get(name, 0.0) + tt
             calls[name] = calls.get(name, 0) + nc
     mine = sum(own.values())
-    print(f"  under cProfile: whole run {whole:.2f} s, the report plugin's own code {mine:.2f} s "
+    print(f"  under cProfile: whole run {whole:.2f} s, the report plugin's own code (its parts included) {mine:.2f} s "
           f"({100 * mine / whole:.1f}%, {1e6 * mine / n:.0f} us per selected test); its functions by own time:")
     for name, tt in sorted(own.items(), key=lambda kv: -kv[1])[:12]:
-        print(f"    {name:28} {tt:7.3f} s  {calls[name] / n:8.1f} calls/test  {1e6 * tt / n:7.1f} us/test")
+        print(f"    {name:40} {tt:7.3f} s  {calls[name] / n:8.1f} calls/test  {1e6 * tt / n:7.1f} us/test")
+    rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:15]  # type: ignore[attr-defined]
+    print("  the whole run's functions by own time (pytest's and the plugin's alike):")
+    for (fn, line, name), (_cc, nc, tt, _ct, _callers) in rows:
+        where = f"{Path(fn).name}:{line}" if fn != "~" else "(built-in)"
+        print(f"    {where + ' ' + name:60} {tt:7.3f} s  {nc / n:8.1f} calls/test  {1e6 * tt / n:7.1f} us/test")
 
 
 def main() -> None:

@@ -3,8 +3,9 @@
 For each covered task (its gold fix, grade cache off), the env's warm grade (``grade()``, the default) runs
 with the task's oracle and with none, alternating which side goes first in each round, in one process.
 "Without" is the same ``grade()`` with the task's oracle calls replaced by none (``oracle.calls_of``), so
-both sides do the same test run; the difference is the replay (its own sandbox, started alongside the
-tests). Wall and CPU (every descendant, through ``cpumeter``) are printed per task with p50 and p99 over
+both sides do the same test run; the difference is the replay (a child of the repository's warm oracle server,
+alongside the tests). A third side, "cold", replays in a sandbox of its own per grade, as before the oracle
+server (issue 25), and its ratio to "without" is printed beside. Wall and CPU (every descendant, through ``cpumeter``) are printed per task with p50 and p99 over
 all samples, and the load average at the start and the end. Target (issue 21): at most 1.2x.
 
     python benchmarks/oracle_cost.py [--task ID ...] [--tasks 8] [--n 5]
@@ -23,7 +24,7 @@ import random
 import statistics
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -44,6 +45,18 @@ from frog_gym.sandbox.workspace import Change, Workspace, template_for  # noqa: 
 def pctl(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+@contextmanager
+def cold_oracle():
+    from frog_gym.grading import oracle_server
+
+    saved = oracle_server.replay_warm
+    oracle_server.replay_warm = lambda *a, **k: None
+    try:
+        yield
+    finally:
+        oracle_server.replay_warm = saved
 
 
 @contextmanager
@@ -74,10 +87,12 @@ def main() -> None:
     meter = CpuMeter()
     ids = a.task or covered_tasks(a.tasks)
     print(f"CPU meter: {meter.kind}\nload average at start: {os.getloadavg()}\n")
-    print("| task | oracle calls | without: wall / CPU | with: wall / CPU | wall ratio | CPU ratio |")
-    print("|---|---|---|---|---|---|")
-    ratios: dict[str, list[float]] = {"wall": [], "cpu": []}
-    samples: dict[str, list[float]] = {"with": [], "without": []}
+    print("| task | oracle calls | without: wall / CPU | with: wall / CPU | wall ratio | CPU ratio "
+          "| cold replay: wall / CPU ratio |")
+    print("|---|---|---|---|---|---|---|")
+    ratios: dict[str, list[float]] = {"wall": [], "cpu": [], "cold wall": [], "cold cpu": []}
+    samples: dict[str, list[float]] = {"with": [], "without": [], "cold": []}
+    sides = ("with", "without", "cold")
     for tid in ids:
         task = load_task(tid)
         repo = prepare(task_spec(task))
@@ -89,19 +104,20 @@ def main() -> None:
         assert not isinstance(hidden_test_changes(task, template), str)
         scratch = Workspace(paths.home() / "work" / f"bench-oracle-{os.getpid()}")
         try:
-            first = grade(repo, task, template, changes, scratch, use_cache=False)  # starts the server: not timed
+            first = grade(repo, task, template, changes, scratch, use_cache=False)  # starts the servers: not timed
             assert first.is_resolved and first.oracle and first.oracle["passed"], (tid, first.note, first.oracle)
-            got: dict[str, list[tuple[float, float]]] = {"with": [], "without": []}
+            got: dict[str, list[tuple[float, float]]] = {s: [] for s in sides}
             for i in range(a.n):
-                for side in (("with", "without") if i % 2 == 0 else ("without", "with")):
+                for side in sides[i % 3:] + sides[:i % 3]:  # each side first in turn
                     w0, c0 = time.perf_counter(), meter.read()
-                    if side == "with":
-                        r = grade(repo, task, template, changes, scratch, use_cache=False)
-                        assert r.oracle and r.oracle["passed"], (tid, r.oracle)
-                    else:
+                    if side == "without":
                         with without_oracle():
                             r = grade(repo, task, template, changes, scratch, use_cache=False)
                         assert r.oracle is None
+                    else:
+                        with cold_oracle() if side == "cold" else nullcontext():
+                            r = grade(repo, task, template, changes, scratch, use_cache=False)
+                        assert r.oracle and r.oracle["passed"], (tid, side, r.oracle)
                     assert r.is_resolved, (tid, side, r.note)
                     got[side].append((time.perf_counter() - w0, meter.read() - c0))
                     samples[side].append(got[side][-1][0])
@@ -110,13 +126,17 @@ def main() -> None:
         med = {s: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for s, v in got.items()}
         ratios["wall"].append(med["with"][0] / med["without"][0])
         ratios["cpu"].append(med["with"][1] / med["without"][1])
+        ratios["cold wall"].append(med["cold"][0] / med["without"][0])
+        ratios["cold cpu"].append(med["cold"][1] / med["without"][1])
         print(f"| {tid} | {first.oracle['calls']} | {med['without'][0]:.2f} s / {med['without'][1]:.2f} s "
               f"| {med['with'][0]:.2f} s / {med['with'][1]:.2f} s | {ratios['wall'][-1]:.2f}x "
-              f"| {ratios['cpu'][-1]:.2f}x |", flush=True)
+              f"| {ratios['cpu'][-1]:.2f}x | {ratios['cold wall'][-1]:.2f}x / {ratios['cold cpu'][-1]:.2f}x |", flush=True)
     meter.close()
     print(f"\nover {len(ids)} tasks of {len({t.split('__')[0] for t in ids})} repositories, {a.n} rounds each:")
     print(f"- warm grade with the oracle / without, median of per-task medians: wall "
           f"{statistics.median(ratios['wall']):.2f}x, CPU {statistics.median(ratios['cpu']):.2f}x (target: at most 1.2x)")
+    print(f"- the same with a cold replay (a sandbox per grade): wall {statistics.median(ratios['cold wall']):.2f}x, "
+          f"CPU {statistics.median(ratios['cold cpu']):.2f}x")
     for side, xs in samples.items():
         print(f"- {side:7} wall over all samples: p50 {statistics.median(xs):.2f} s, p99 {pctl(xs, .99):.2f} s")
     print(f"load average at end: {os.getloadavg()}")

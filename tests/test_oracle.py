@@ -393,7 +393,9 @@ PROBE = textwrap.dedent('''\
 ''')
 
 
-def test_the_replay_gets_arguments_only_and_sees_no_test_or_task_data(tmp_path):
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_the_replay_gets_arguments_only_and_sees_no_test_or_task_data(tmp_path, warm):
+    """Cold (a sandbox of its own) and warm (a child of the repository's oracle server) alike."""
     task = load_task(COVERED)
     repo = prepare(task_spec(task))
     template = template_for(repo, task.bug_patch, task.instance_id, hidden_tests=task.test_patch)
@@ -404,9 +406,15 @@ def test_the_replay_gets_arguments_only_and_sees_no_test_or_task_data(tmp_path):
 
     probed = src + "\n\n" + PROBE % (oracles, str(paths.home() / "snapshots"))  # the original sources
     changes = [grading.Change(rel, src.encode(), probed.encode())]
-    tree = oracle.package_tree(repo, template, changes, tmp_path / "t")
     calls = oracle.calls_of(task)
-    got, note = oracle.replay(repo, tree, calls)
+    if warm:
+        from frog_gym.grading.oracle_server import replay_warm
+
+        replayed = replay_warm(repo, template, changes, calls, 60.0, frozenset(grading.patch_files(task.test_patch)))
+        assert replayed is not None
+        got, note = replayed
+    else:
+        got, note = oracle.replay(repo, oracle.package_tree(repo, template, changes, tmp_path / "t"), calls)
     assert not note and got[0].startswith(b'{"r":')
     seen = eval(json.loads(got[0])["r"])  # the test decodes what the probe returned; the host never does
     assert seen["in"] == ["calls.jsonl"] and seen["tests"] == []

@@ -27,12 +27,11 @@ import gc
 import importlib
 import json
 import os
-import shutil
-import signal
 import stat
-import subprocess
 import sys
 import time
+
+from frog_fork import end as _end, lines as _lines, say as _say, stdio_to, wait_child
 
 TESTBED = "/testbed"
 PLUGIN = "/frog/plugin"
@@ -50,24 +49,6 @@ _CODE_CAP = 64 << 20
 """Source bytes each cache keeps at most (the oldest entries go first)."""
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-
-
-def _say(obj):
-    data = (json.dumps(obj) + "\n").encode()
-    while data:
-        data = data[os.write(1, data):]
-
-
-def _lines():
-    buf = b""
-    while True:
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            yield json.loads(line)
-        chunk = os.read(0, 1 << 16)
-        if not chunk:
-            return
-        buf += chunk
 
 
 def _foreign(name, owned):
@@ -117,64 +98,6 @@ def _protected(paths):
             if "ro" in parts[5].split(","):
                 ro.add(parts[4].replace("\\040", " "))
     return all(p in ro for p in paths)
-
-
-def _others():
-    me, out = os.getpid(), []
-    for n in os.listdir("/proc"):
-        if n.isdigit() and int(n) not in (1, me):
-            try:
-                with open(f"/proc/{n}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-                        out.append(int(n))
-            except (OSError, IndexError):
-                pass
-    return out
-
-
-def _kill_others():
-    """Kill every process of the sandbox but its init and this one; True when none is left."""
-    for _ in range(500):
-        if not _others():
-            return True
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        except ChildProcessError:
-            pass
-        time.sleep(0.002)
-    return False
-
-
-def _wipe():
-    """Empty what a grade could leave for the next one outside /testbed (which the host syncs)."""
-    for top in ("/tmp", "/dev/shm"):
-        try:
-            names = os.listdir(top)
-        except OSError:
-            continue
-        for n in names:
-            p = os.path.join(top, n)
-            try:
-                if os.path.isdir(p) and not os.path.islink(p):
-                    shutil.rmtree(p)
-                else:
-                    os.unlink(p)
-            except OSError:
-                pass
-    for kind in ("shm", "msg", "sem"):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as f:
-                if len(f.readlines()) > 1:
-                    subprocess.run(["ipcrm", "-a"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   check=False)
-                    break
-        except OSError:
-            pass
 
 
 def _under(path, roots):
@@ -334,13 +257,7 @@ def _as_if_imported_here():
 def _child(req, pytest, canaries):
     """Become ``python -m pytest <args>`` run in /testbed, and run it (never returns)."""
     os.setsid()
-    fd = os.open("/dev/null", os.O_RDONLY)
-    os.dup2(fd, 0)
-    os.close(fd)
-    fd = os.open("/frog/out/log.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+    stdio_to("/frog/out/log.txt")
     _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
     gc.enable()
     os.environ.clear()
@@ -363,28 +280,6 @@ def _child(req, pytest, canaries):
     _use_code(canaries)
     sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *req["args"]]
     raise SystemExit(pytest.console_main())
-
-
-def _end(code):
-    """Exit the way the interpreter exits on ``SystemExit(code)`` (threads joined, ``atexit`` handlers run,
-    stdio flushed, the same status), less the teardown of every object, which only costs time here: the
-    report is written and the parent removes whatever the child leaves."""
-    import atexit
-    import threading
-
-    threading._shutdown()
-    atexit._run_exitfuncs()
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):
-        print(code, file=sys.stderr)
-        code = 1
-    for f in (sys.stdout, sys.stderr):
-        try:
-            f.flush()
-        except Exception:  # noqa: BLE001 (as at interpreter exit: a broken stream is not an error)
-            pass
-    os._exit(code & 0xFF)
 
 
 def main():
@@ -442,23 +337,7 @@ def main():
 
                 traceback.print_exc()
                 _end(1)
-        deadline = start + req["timeout"]
-        status, usage = None, None
-        while True:
-            done, st, ru = os.wait4(pid, os.WNOHANG)
-            if done:
-                status, usage = st, ru
-                break
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.002)
-        clean = _kill_others()
-        if status is None:
-            _, status, usage = os.wait4(pid, 0)
-            code = None
-        else:
-            code = os.waitstatus_to_exitcode(status)
-        _wipe()
+        code, usage, clean = wait_child(pid, start + req["timeout"])
         own = os.times()
         _say({"made": made, "exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
               "seconds": time.monotonic() - start})

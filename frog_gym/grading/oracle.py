@@ -33,7 +33,6 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import tempfile
 import threading
 import time
@@ -50,6 +49,7 @@ from frog_gym.sandbox import make_sandbox
 from frog_gym.sandbox.base import Limits
 from frog_gym.catalog.snapshot import PreparedRepo
 from frog_gym.catalog.task import Task
+from frog_gym.grading.packagetree import package_template, package_tree, read_capped as _read_capped  # noqa: F401 (package_template: the oracle's tree, named here too)
 from frog_gym.sandbox.workspace import Change, Template, write_changes
 
 RECORDER_VERSION = 3
@@ -58,7 +58,6 @@ MAX_CALLS = 120
 """Calls kept per task: every call whose outcome differs between bug and gold first, then the others."""
 REPLAY_TIMEOUT = 120.0
 """Seconds a whole replay may run (each call has its own limit of ``frog_oracle.CALL_TIMEOUT``)."""
-_OUT_CAP = 8 << 20
 
 
 def _plugin_dir() -> Any:
@@ -235,27 +234,6 @@ def compact(folder: Path) -> None:
 
 # --- replay ------------------------------------------------------------------------------------------------
 
-def package_tree(repo: PreparedRepo, template: Template, changes: list[Change], dest: Path,
-                 hidden: frozenset[str] = frozenset()) -> Path:
-    """``dest``: the package's files of ``template`` under the spec's import paths, ``changes`` written over
-    them; no test file, ``conftest.py`` or hidden test (``hidden``)."""
-    spec = repo.spec
-    tests = tuple(p.rstrip("/") + "/" for p in spec.tests.paths)
-    roots = tuple("" if p in (".", "") else p.rstrip("/") + "/" for p in spec.install.import_paths)
-
-    def wanted(rel: str) -> bool:
-        return (rel.startswith(roots) and not rel.startswith((".git/", *tests)) and rel not in hidden
-                and not spec.tests.is_test_file(rel) and rel.rsplit("/", 1)[-1] != "conftest.py")
-
-    dest.mkdir(parents=True, exist_ok=True)
-    for rel, (kind, _size, _digest, _mode) in sorted(template.manifest.items()):
-        if kind == "f" and wanted(rel):
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(template.root / rel, dest / rel)
-    write_changes(dest, [c for c in changes if wanted(c.path)])
-    return dest
-
-
 def replay(repo: PreparedRepo, tree: Path, calls: list[dict], timeout: float = REPLAY_TIMEOUT,
            backend: str = "local") -> tuple[list[bytes], str]:
     """Replay ``calls`` (their arguments only) on the package in ``tree``, in a sandbox like a grade's.
@@ -282,27 +260,6 @@ def replay(repo: PreparedRepo, tree: Path, calls: list[dict], timeout: float = R
             f"the replay {'ran past its limit' if r.timed_out else f'exited with {r.exit_code}'}: "
             f"{r.output[-300:]}")
         return got, note
-
-
-def _read_capped(path: Path) -> bytes:
-    """A file the sandbox wrote, read only if it is a regular file (never through a symlink or a FIFO), capped."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return b""
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
-        chunks, left = [], _OUT_CAP
-        while left > 0:
-            b = os.read(fd, min(left, 1 << 20))
-            if not b:
-                break
-            chunks.append(b)
-            left -= len(b)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 _BOOT = ("import sys; sys.path[:] = ['/frog/oracle', *(p for p in sys.path if p)]; import frog_oracle; "
@@ -359,9 +316,18 @@ def check(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     if not calls:
         return None
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(dir=paths.home()) as d:
-        tree = package_tree(repo, template, changes, Path(d) / "t", patch_files(task.test_patch))
-        got, note = replay(repo, tree, calls, timeout, backend=backend)
+    hidden = frozenset(patch_files(task.test_patch))
+    warm = None
+    if backend == "local":  # a child of the repository's warm oracle server (frog_gym.grading.oracle_server)
+        from frog_gym.grading.oracle_server import replay_warm
+
+        warm = replay_warm(repo, template, changes, calls, timeout, hidden)
+    if warm is not None:
+        got, note = warm
+    else:
+        with tempfile.TemporaryDirectory(dir=paths.home()) as d:
+            tree = package_tree(repo, template, changes, Path(d) / "t", hidden)
+            got, note = replay(repo, tree, calls, timeout, backend=backend)
     v = compare(calls, got, note)
     v.seconds = time.monotonic() - start
     return v

@@ -49,6 +49,7 @@ import weakref
 from collections import OrderedDict
 from importlib import resources
 from pathlib import Path
+from typing import Callable
 
 from frog_gym import paths
 from frog_gym.errors import FrogGymError
@@ -129,14 +130,111 @@ def _write_in_place(root: Path, rel: str, data: bytes) -> None:
             os.close(fd)
 
 
-class GradingServer:
-    """A warm pytest fork server for one repository, over its own tree (see the module docstring)."""
+class ForkServer:
+    """What every warm fork server of a repository has: a work folder named for its driver, a sandboxed parent
+    process spoken to in JSON lines, its cgroup, and the plugin folder it runs from. Subclasses start the parent
+    (:meth:`_spawn_parent`) and say what a request is."""
 
-    def __init__(self, repo: PreparedRepo, template: Template, startup_timeout: float = 120.0):
+    kind = "server"
+
+    def __init__(self, repo: PreparedRepo):
         self.repo = repo
         self.lock = threading.Lock()
         # named for its driver, like an episode's work folder: the reaper deletes it as soon as the driver is gone
-        self.base = paths.home() / "work" / f"{owner.token()}-grader-{uuid.uuid4().hex[:8]}"
+        self.base = paths.home() / "work" / f"{owner.token()}-{self.kind}-{uuid.uuid4().hex[:8]}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._cgroup = None
+        self._buf = b""
+        self._plugin_ctx = resources.as_file(resources.files("frog_gym").joinpath("_plugin"))
+        self._plugin = Path(self._plugin_ctx.__enter__())
+
+    def _spawn_parent(self, sb, argv: list[str]) -> None:
+        self.proc, self._cgroup = sb._spawn(argv)
+        self._buf = b""
+
+    def _request(self, req: dict, timeout: float) -> dict | None:
+        """Send one request and read its answer (None: no answer within ``timeout``); raises
+        :class:`Unavailable` when the parent is gone."""
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(req) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError as e:
+            raise Unavailable(f"the {self.kind} died") from e
+        return self._read(timeout)
+
+    def _read(self, timeout: float) -> dict | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while True:
+            if b"\n" in self._buf:
+                line, self._buf = self._buf.split(b"\n", 1)
+                try:
+                    return json.loads(line)
+                except ValueError:
+                    continue  # a line the parent's own imports printed
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if readable([fd], min(left, 1.0)):  # poll: a process of many episodes has descriptors past 1024
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return None
+                self._buf += chunk
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # -- stopping -----------------------------------------------------------------------------------
+    def _stop(self) -> None:
+        """End the parent (it exits when its input closes, so its CPU time is accounted to this process), or
+        kill the sandbox: its PID namespace's init first (the kernel then kills every process in it)."""
+        if self.proc is None:
+            return
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        try:
+            kids = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
+        except OSError:
+            kids = []
+        for k in kids:
+            try:
+                os.kill(int(k), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                if f:
+                    f.close()
+            except OSError:
+                pass
+        if self._cgroup is not None:
+            self._cgroup.remove()
+        self.proc = self._cgroup = None
+
+    def close(self) -> None:
+        self._stop()
+        if self._plugin_ctx is not None:
+            self._plugin_ctx.__exit__(None, None, None)
+            self._plugin_ctx = None
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+class GradingServer(ForkServer):
+    """A warm pytest fork server for one repository, over its own tree (see the module docstring)."""
+
+    kind = "grader"
+
+    def __init__(self, repo: PreparedRepo, template: Template, startup_timeout: float = 120.0):
+        super().__init__(repo)
         self.ws = Workspace(self.base / "ws")
         self.view = self.base / "view"
         self.io_in, self.out = self.base / "in", self.base / "out"
@@ -153,16 +251,12 @@ class GradingServer:
                 (self.view / p).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, self.view / p)
         self._view = {rel: w[2] for rel, w in template.manifest.items() if w[0] == "f" and self._protected(rel)}
-        self.proc = None
-        self._cgroup = None
         self.cpu_seconds = 0.0
         """CPU seconds its processes spent grading (each child, and the parent's own work between grades)."""
         self.code_made = 0
         """How many test or package modules the parent rewrote or compiled for the last grade (the others'
         code came from its caches)."""
         self._parent_cpu = 0.0
-        self._plugin_ctx = resources.as_file(resources.files("frog_gym").joinpath("_plugin"))
-        self._plugin = Path(self._plugin_ctx.__enter__())
         try:
             self._start(template, startup_timeout)
         except BaseException:
@@ -206,8 +300,7 @@ class GradingServer:
                      *((self.view / p, f"/testbed/{p}", False) for p in self.protect), *pristine)
             sb = LocalSandbox(self.ws.path, self.repo.venv, limits,
                               env={**self.repo.spec.install.env, "PYTHONPATH": "/frog/plugin"}, binds=binds)
-            self.proc, self._cgroup = sb._spawn([str(self.repo.python), "/frog/plugin/frog_server.py"])
-            self._buf = b""
+            self._spawn_parent(sb, [str(self.repo.python), "/frog/plugin/frog_server.py"])
             hello = self._read(timeout)
             if hello is None:
                 raise Unavailable(f"the grading server of '{self.repo.spec.name}' did not start")
@@ -220,29 +313,6 @@ class GradingServer:
             preload = [m for m in preload if m not in hello["bad"]]
             _store_preload(self.repo, preload)
         raise Unavailable(f"the grading server of '{self.repo.spec.name}' found no clean preload")
-
-    def _read(self, timeout: float) -> dict | None:
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        while True:
-            if b"\n" in self._buf:
-                line, self._buf = self._buf.split(b"\n", 1)
-                try:
-                    return json.loads(line)
-                except ValueError:
-                    continue  # a line the parent's own imports printed
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            if readable([fd], min(left, 1.0)):  # poll: a process of many episodes has descriptors past 1024
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    return None
-                self._buf += chunk
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
 
     # -- grading ------------------------------------------------------------------------------------
     def run(self, template: Template, kept: list[Change], ids: tuple[str, ...], canaries: Canaries,
@@ -292,13 +362,7 @@ class GradingServer:
                    "canaries": {"file": f"/testbed/{canaries.file}", "source": canaries.source},
                    "compile": [*(f"/frog/plugin/{p}" for p in PLUGIN_PARTS),
                                *(f"/testbed/{p}" for p in self._package_modules(template))]}
-            assert self.proc is not None and self.proc.stdin is not None
-            try:
-                self.proc.stdin.write((json.dumps(req) + "\n").encode())
-                self.proc.stdin.flush()
-            except OSError as e:
-                raise Unavailable("the grading server died") from e
-            reply = self._read(timeout + 30)
+            reply = self._request(req, timeout + 30)
         finally:
             os.close(key_fd)
         if reply is None or "exit" not in reply:
@@ -332,48 +396,6 @@ class GradingServer:
             except OSError:
                 pass
             del self._view[rel]
-
-    # -- stopping -----------------------------------------------------------------------------------
-    def _stop(self) -> None:
-        """End the parent (it exits when its input closes, so its CPU time is accounted to this process), or
-        kill the sandbox: its PID namespace's init first (the kernel then kills every process in it)."""
-        if self.proc is None:
-            return
-        try:
-            if self.proc.stdin:
-                self.proc.stdin.close()
-            self.proc.wait(timeout=2)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        try:
-            kids = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()
-        except OSError:
-            kids = []
-        for k in kids:
-            try:
-                os.kill(int(k), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                if f:
-                    f.close()
-            except OSError:
-                pass
-        if self._cgroup is not None:
-            self._cgroup.remove()
-        self.proc = self._cgroup = None
-
-    def close(self) -> None:
-        self._stop()
-        if self._plugin_ctx is not None:
-            self._plugin_ctx.__exit__(None, None, None)
-            self._plugin_ctx = None
-        shutil.rmtree(self.base, ignore_errors=True)
-
 
 # -- the preload list ---------------------------------------------------------------------------------------
 
@@ -412,7 +434,7 @@ def preload_list(repo: PreparedRepo, template: Template, owned: list[str]) -> li
     finally:
         shutil.rmtree(base, ignore_errors=True)
     names: list[str] = []
-    skip = set(owned) | {"__main__", "frog_report", "frog_coverage", "frog_server", "conftest",
+    skip = set(owned) | {"__main__", "frog_report", "frog_coverage", "frog_server", "frog_fork", "conftest",
                          *(p[:-3] for p in PLUGIN_PARTS)}
     for name, file in modules.items():
         top = name.split(".")[0]
@@ -427,15 +449,16 @@ def preload_list(repo: PreparedRepo, template: Template, owned: list[str]) -> li
 
 # -- the per-process pool -------------------------------------------------------------------------------
 
-_POOL: OrderedDict[str, GradingServer] = OrderedDict()
+_POOL: OrderedDict[tuple[str, str], ForkServer] = OrderedDict()
 _POOL_LOCK = threading.Lock()
-_REFUSED: dict[str, str] = {}
-"""Repositories whose server could not start in this process, and why (they are graded cold)."""
+_REFUSED: dict[tuple[str, str], str] = {}
+"""Repositories whose server of a kind could not start in this process, and why (they are graded cold)."""
 
 
-def server_for(repo: PreparedRepo, template: Template) -> GradingServer | None:
-    """This process's warm server for ``repo`` (started on first use), or None when it can't have one."""
-    key = venv_key(repo.spec)
+def pooled(kind: str, repo: PreparedRepo, start: Callable[[], ForkServer]) -> ForkServer | None:
+    """This process's warm server of ``kind`` for ``repo`` (``start()`` makes it on first use), or None when it
+    can't have one. At most :data:`MAX_SERVERS` servers are kept (the least recently used closed first)."""
+    key = (kind, venv_key(repo.spec))
     with _POOL_LOCK:
         if key in _REFUSED:
             return None
@@ -446,7 +469,7 @@ def server_for(repo: PreparedRepo, template: Template) -> GradingServer | None:
         if s is not None:
             _POOL.pop(key).close()
         try:
-            s = GradingServer(repo, template)
+            s = start()
         except (Unavailable, FrogGymError, OSError) as e:
             _REFUSED[key] = f"{type(e).__name__}: {e}"
             return None
@@ -456,7 +479,14 @@ def server_for(repo: PreparedRepo, template: Template) -> GradingServer | None:
         return s
 
 
-def discard(server: GradingServer) -> None:
+def server_for(repo: PreparedRepo, template: Template) -> GradingServer | None:
+    """This process's warm grading server for ``repo`` (started on first use), or None when it can't have one."""
+    s = pooled(GradingServer.kind, repo, lambda: GradingServer(repo, template))
+    assert s is None or isinstance(s, GradingServer)
+    return s
+
+
+def discard(server: ForkServer) -> None:
     """Close a server that can't vouch for its last run; the next grade of its repository starts another."""
     with _POOL_LOCK:
         for k, v in list(_POOL.items()):

@@ -275,6 +275,16 @@ class Workspace:
         self.last_walk: dict[str, os.stat_result] | None = None
         """The tree as the last :meth:`changes` found it (None after a :meth:`sync`)."""
 
+    @classmethod
+    def empty(cls, path: Path) -> "Workspace":
+        """A new, empty workspace at ``path``: its first :meth:`sync` writes only what the template's manifest
+        lists (a template whose manifest is a part of its root's tree, as the oracle's package-only one)."""
+        ws = cls(path)
+        shutil.rmtree(ws.path, ignore_errors=True)
+        ws.path.mkdir(parents=True, mode=0o700)
+        ws.template = Template(ws.path, {})
+        return ws
+
     def sync(self, template: Template, walked: dict[str, os.stat_result] | None = None) -> int:
         """Make the workspace identical to ``template``; returns how many entries were rewritten.
 

@@ -1,0 +1,146 @@
+"""What the parents of the warm fork servers share (``frog_server.py`` for test runs, ``frog_oracle_server.py``
+for the behavioural oracle's replays): one JSON line per request and per answer, the wait for a child with a
+deadline, and the clean-up after it (every other process of the sandbox killed, ``/tmp``, ``/dev/shm`` and System V
+IPC emptied) before the parent answers. Runs inside the sandbox; imports only the standard library."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+
+def say(obj):
+    """Write one JSON line to stdout (the host's end of the pipe), whole."""
+    data = (json.dumps(obj) + "\n").encode()
+    while data:
+        data = data[os.write(1, data):]
+
+
+def lines():
+    """The host's requests, one JSON object per line of stdin, until it closes."""
+    buf = b""
+    while True:
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            yield json.loads(line)
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            return
+        buf += chunk
+
+
+def others():
+    """Every live process of the sandbox but its init and this one."""
+    me, out = os.getpid(), []
+    for n in os.listdir("/proc"):
+        if n.isdigit() and int(n) not in (1, me):
+            try:
+                with open(f"/proc/{n}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        out.append(int(n))
+            except (OSError, IndexError):
+                pass
+    return out
+
+
+def kill_others():
+    """Kill every process of the sandbox but its init and this one; True when none is left."""
+    for _ in range(500):
+        if not others():
+            return True
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+        time.sleep(0.002)
+    return False
+
+
+def wipe():
+    """Empty what a child could leave for the next one outside /testbed (which the host syncs)."""
+    for top in ("/tmp", "/dev/shm"):
+        try:
+            names = os.listdir(top)
+        except OSError:
+            continue
+        for n in names:
+            p = os.path.join(top, n)
+            try:
+                if os.path.isdir(p) and not os.path.islink(p):
+                    shutil.rmtree(p)
+                else:
+                    os.unlink(p)
+            except OSError:
+                pass
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                if len(f.readlines()) > 1:
+                    subprocess.run(["ipcrm", "-a"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   check=False)
+                    break
+        except OSError:
+            pass
+
+
+def wait_child(pid, deadline):
+    """Wait for child ``pid`` until ``deadline`` (monotonic); then kill every other process, reap the child and
+    empty the shared folders. Returns (exit code or None when it ran past the deadline, its rusage, clean)."""
+    status, usage = None, None
+    while True:
+        done, st, ru = os.wait4(pid, os.WNOHANG)
+        if done:
+            status, usage = st, ru
+            break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.002)
+    clean = kill_others()
+    if status is None:
+        _, status, usage = os.wait4(pid, 0)
+        code = None
+    else:
+        code = os.waitstatus_to_exitcode(status)
+    wipe()
+    return code, usage, clean
+
+
+def end(code):
+    """Exit the way the interpreter exits on ``SystemExit(code)`` (threads joined, ``atexit`` handlers run,
+    stdio flushed, the same status), less the teardown of every object, which only costs time here: the
+    parent removes whatever the child leaves."""
+    import atexit
+    import threading
+
+    threading._shutdown()
+    atexit._run_exitfuncs()
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except Exception:  # noqa: BLE001 (as at interpreter exit: a broken stream is not an error)
+            pass
+    os._exit(code & 0xFF)
+
+
+def stdio_to(path):
+    """The child's stdin from /dev/null, its stdout and stderr to ``path`` (truncated)."""
+    fd = os.open("/dev/null", os.O_RDONLY)
+    os.dup2(fd, 0)
+    os.close(fd)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)

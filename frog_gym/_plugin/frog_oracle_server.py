@@ -1,0 +1,72 @@
+"""The parent of a warm oracle server; runs inside the bubblewrap sandbox (see frog_gym.grading.oracle_server).
+
+The cold replay of the behavioural oracle (``frog_gym.grading.oracle.replay``) starts a sandbox and an
+interpreter per grade: ``python -s`` with the hash seed pinned to 0, ``/frog/oracle`` first on ``sys.path``, the
+working folder off it, then ``frog_oracle.replay``. This parent is started exactly so (the host gives it the same
+environment, flags and mounts over a tree that holds only the package) and imports ``frog_oracle`` and nothing of
+``/testbed``, so no code the agent wrote ever runs in it. Per request (one JSON line on stdin) it forks a child
+that does what the cold replay's process does (working folder ``/testbed``, its own session, stdio to
+``/frog/out/log.txt``): the package is imported by the child, from the tree as the host left it for this grade.
+Then it kills every other process of the sandbox, empties ``/tmp``, ``/dev/shm`` and System V IPC, and only
+then answers. The parent is not dumpable (no child can ptrace it or write its memory), and its objects are
+frozen out of the garbage collector. Being forked from the same interpreter, a child's hash seed is the cold
+replay's (0), so a set's order, which an outcome line may show, is the same.
+"""
+
+import ctypes
+import gc
+import importlib
+import os
+import sys
+import time
+
+from frog_fork import end, lines, say, stdio_to, wait_child
+
+import frog_oracle
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+
+
+def _child(req):
+    os.setsid()
+    stdio_to("/frog/out/log.txt")
+    _libc.prctl(4, 1, 0, 0, 0)  # as a cold replay's process is
+    gc.enable()
+    os.chdir("/testbed")
+    sys.path_importer_cache.clear()  # the tree is this grade's: nothing the parent's finders saw of it holds
+    importlib.invalidate_caches()
+    frog_oracle.replay("/frog/in/calls.jsonl", "/frog/out/results.jsonl")
+
+
+def main():
+    gc.disable()
+    os.chdir("/")
+    say({"ready": True, "hashseed": os.environ.get("PYTHONHASHSEED"), "path": sys.path[:1],
+         "testbed": sorted(m for m, v in list(sys.modules.items())
+                           if str(getattr(v, "__file__", "") or "").startswith("/testbed"))})
+    gc.collect()
+    gc.freeze()
+    for req in lines():
+        start = time.monotonic()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _child(req)
+            except SystemExit as e:
+                end(e.code)
+            except BaseException:  # noqa: BLE001 (printed and exit status 1, as the interpreter would)
+                import traceback
+
+                traceback.print_exc()
+                end(1)
+            end(0)
+        code, usage, clean = wait_child(pid, start + req["timeout"])
+        own = os.times()
+        say({"exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
+             "seconds": time.monotonic() - start})
+
+
+main()
