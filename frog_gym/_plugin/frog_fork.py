@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -144,3 +145,67 @@ def stdio_to(path):
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+
+
+CODE_CAP = 64 << 20
+"""Source bytes each code cache keeps at most (the oldest entries go first)."""
+
+
+def under(path, roots):
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def source(path, roots):
+    """The bytes of a regular file under ``roots`` (no symlink leading out of them), or None."""
+    if not (under(path, roots) and under(os.path.realpath(path), roots)):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def remember(cache, path, source, make):
+    """Keep ``make(source, path)`` in ``cache`` (path -> (source bytes, code)) unless it holds these bytes;
+    returns 1 when it made code, else 0."""
+    if path in cache and cache[path][0] == source:
+        return 0
+    try:
+        code = make(source, path)
+    except Exception:  # noqa: BLE001 (a file that doesn't compile here is left to the child, as cold)
+        return 0
+    cache.pop(path, None)
+    cache[path] = (source, code)
+    while sum(len(v[0]) for v in cache.values()) > CODE_CAP and len(cache) > 1:
+        del cache[next(iter(cache))]
+    return 1
+
+
+def compiled(source, path):
+    """What the import system's ``SourceLoader.source_to_code`` makes of a module."""
+    return compile(source, path, "exec", dont_inherit=True)
+
+
+def use_compiled(cache):
+    """Let this child's imports take the parent's code (``cache``: path -> (source bytes, code), made by
+    :func:`compiled`) for a module whose source bytes are still exactly those; anything else is compiled as usual."""
+    from importlib import machinery
+
+    own_compile = machinery.SourceFileLoader.source_to_code
+
+    def source_to_code(self, data, path, *, _optimize=-1):
+        hit = cache.get(path)
+        if hit is not None and _optimize == -1 and hit[0] == data:
+            return hit[1]
+        return own_compile(self, data, path, _optimize=_optimize)
+
+    machinery.SourceFileLoader.source_to_code = source_to_code

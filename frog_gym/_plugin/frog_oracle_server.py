@@ -8,7 +8,7 @@ environment, flags and mounts over a tree that holds only the package) and impor
 that does what the cold replay's process does (working folder ``/testbed``, its own session, stdio to
 ``/frog/out/log.txt``): the package is imported by the child, from the tree as the host left it for this grade.
 Then it kills every other process of the sandbox, empties ``/tmp``, ``/dev/shm`` and System V IPC, and only
-then answers. The parent is not dumpable (no child can ptrace it or write its memory), and its objects are
+then answers. It keeps the package's modules compiled (see ``_COMPILED``). The parent is not dumpable (no child can ptrace it or write its memory), and its objects are
 frozen out of the garbage collector. Being forked from the same interpreter, a child's hash seed is the cold
 replay's (0), so a set's order, which an outcome line may show, is the same.
 """
@@ -20,10 +20,15 @@ import os
 import sys
 import time
 
-from frog_fork import end, lines, say, stdio_to, wait_child
+from frog_fork import compiled, end, lines, remember, say, source, stdio_to, use_compiled, wait_child
 
 import frog_oracle
 
+_COMPILED = {}
+"""The package's modules compiled by the parent: absolute path -> (source bytes, code). Before each fork the parent
+compiles the request's files (source in, code object out: nothing is executed, no symlink is followed out of
+``/testbed``, and no process of a replay is alive then); a child takes that code only for a file whose bytes are
+still exactly those, and compiles anything else itself, as cold."""
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
 
@@ -34,6 +39,7 @@ def _child(req):
     _libc.prctl(4, 1, 0, 0, 0)  # as a cold replay's process is
     gc.enable()
     os.chdir("/testbed")
+    use_compiled(_COMPILED)
     sys.path_importer_cache.clear()  # the tree is this grade's: nothing the parent's finders saw of it holds
     importlib.invalidate_caches()
     frog_oracle.replay("/frog/in/calls.jsonl", "/frog/out/results.jsonl")
@@ -49,6 +55,12 @@ def main():
     gc.freeze()
     for req in lines():
         start = time.monotonic()
+        made = 0
+        for path in req.get("compile", ()):
+            data = source(path, ["/testbed"])
+            if data is not None:
+                made += remember(_COMPILED, path, data, compiled)
+        gc.freeze()
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -65,7 +77,7 @@ def main():
             end(0)
         code, usage, clean = wait_child(pid, start + req["timeout"])
         own = os.times()
-        say({"exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
+        say({"made": made, "exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
              "seconds": time.monotonic() - start})
 
 

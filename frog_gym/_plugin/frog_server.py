@@ -27,11 +27,11 @@ import gc
 import importlib
 import json
 import os
-import stat
 import sys
 import time
 
-from frog_fork import end as _end, lines as _lines, say as _say, stdio_to, wait_child
+from frog_fork import compiled as _compiled, end as _end, lines as _lines, remember as _remember, say as _say
+from frog_fork import source as _source, stdio_to, use_compiled, wait_child
 
 TESTBED = "/testbed"
 PLUGIN = "/frog/plugin"
@@ -45,8 +45,6 @@ _REWRITTEN = {}
 """Test modules with their asserts rewritten: absolute path -> (source bytes, code), see the module docstring."""
 _COMPILED = {}
 """The package's modules compiled: absolute path -> (source bytes, code), see the module docstring."""
-_CODE_CAP = 64 << 20
-"""Source bytes each cache keeps at most (the oldest entries go first)."""
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
@@ -100,45 +98,6 @@ def _protected(paths):
     return all(p in ro for p in paths)
 
 
-def _under(path, roots):
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
-
-
-def _source(path, roots):
-    """The bytes of a regular file under ``roots`` (no symlink leading out of them), or None."""
-    if not (_under(path, roots) and _under(os.path.realpath(path), roots)):
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _remember(cache, path, source, make):
-    """Keep ``make(source, path)`` in ``cache`` (path -> (source bytes, code)) unless it holds these bytes;
-    returns 1 when it made code, else 0."""
-    if path in cache and cache[path][0] == source:
-        return 0
-    try:
-        code = make(source, path)
-    except Exception:  # noqa: BLE001 (a file that doesn't compile here is left to the child, as cold)
-        return 0
-    cache.pop(path, None)
-    cache[path] = (source, code)
-    while sum(len(v[0]) for v in cache.values()) > _CODE_CAP and len(cache) > 1:
-        del cache[next(iter(cache))]
-    return 1
-
-
 def _code_ahead(req):
     """Fill the caches for a request (see the module docstring); nothing is executed. Returns how many
     code objects it made (the others were cached)."""
@@ -171,11 +130,6 @@ def _rewritten(source, path):
     return compile(tree, path, "exec", dont_inherit=True)
 
 
-def _compiled(source, path):
-    """What the import system's ``SourceLoader.source_to_code`` makes of a module."""
-    return compile(source, path, "exec", dont_inherit=True)
-
-
 def _canary_code(req):
     """The canary tests the host appends to a cached test file, rewritten and compiled on their own (their
     line numbers where they lie in the file, the file's ``__future__`` flags): the child runs the file's cached
@@ -204,8 +158,6 @@ def _canary_code(req):
 def _use_code(canaries):
     """Let this child's imports take the parent's code for a file whose bytes are still the same (and, for the
     canaries' file, whose bytes are the cached ones followed by exactly the canaries)."""
-    from importlib import machinery
-
     from _pytest.assertion import rewrite
 
     own_rewrite = rewrite._rewrite_test
@@ -233,15 +185,7 @@ def _use_code(canaries):
             exec(extra, module.__dict__)
 
     rewrite.AssertionRewritingHook.exec_module = exec_module
-    own_compile = machinery.SourceFileLoader.source_to_code
-
-    def source_to_code(self, data, path, *, _optimize=-1):
-        hit = _COMPILED.get(path)
-        if hit is not None and _optimize == -1 and hit[0] == data:
-            return hit[1]
-        return own_compile(self, data, path, _optimize=_optimize)
-
-    machinery.SourceFileLoader.source_to_code = source_to_code
+    use_compiled(_COMPILED)
 
 
 def _as_if_imported_here():

@@ -49,6 +49,8 @@ class OracleServer(ForkServer):
             d.mkdir(parents=True)
         self.cpu_seconds = 0.0
         """CPU seconds its children spent replaying (the parent's own start-up not included)."""
+        self.code_made = 0
+        """How many of the package's modules the parent compiled for the last replay (the others' code was cached)."""
         try:
             self._start(startup_timeout)
         except BaseException:
@@ -81,12 +83,15 @@ class OracleServer(ForkServer):
             f.unlink()
         sent = [{k: c[k] for k in ("m", "q", "n", "args", "after")} for c in calls]  # never the outcome
         (self.io_in / "calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in sent))
-        reply = self._request({"timeout": timeout}, timeout + 30)
+        pkg = package_template(self.repo, template, hidden)
+        compile_ = [f"/testbed/{rel}" for rel, w in pkg.manifest.items() if w[0] == "f" and rel.endswith(".py")]
+        reply = self._request({"timeout": timeout, "compile": compile_}, timeout + 30)
         if reply is None or "exit" not in reply:
             raise Unavailable(f"the oracle server did not answer ({reply})")
         if not reply.get("clean"):
             raise Unavailable("a process of the replayed code could not be killed")
         self.cpu_seconds += float(reply.get("cpu", 0.0))
+        self.code_made = int(reply.get("made", 0))
         lines = read_capped(self.out / "results.jsonl").split(b"\n")
         got = [lines[i] if i < len(lines) else b"" for i in range(len(calls))]
         code = reply["exit"]
