@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from frog_gym.generators.operators import find_mutations
 from frog_gym.generators.undo import sample_shares, site_lines, undone_by_one_edit
 
@@ -82,3 +85,37 @@ def test_undo_cache_keeps_verdicts_per_file_content_and_site(tmp_path, monkeypat
     (tree / "m.py").write_text(src.replace("x < 1", "x < 1 "))  # another pristine file: measured afresh
     assert again.task_undone(tree, flip) is not None and len(again.data) == 2
     assert UndoCache(persist=False).data == {}
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_comparing_the_touched_statements_gives_the_whole_module_verdict(data: st.DataObject) -> None:
+    """undone_by_one_edit compares a candidate by the top-level statements its edit touches; over the operator
+    corpus, every family's mutations and their candidate fixes, that says what comparing whole modules says."""
+    from frog_gym.generators.operators import FAMILIES, candidate_fixes
+    from frog_gym.generators.undo import _Region
+
+    from operator_corpus import CORPUS
+
+    name = data.draw(st.sampled_from(sorted(CORPUS)), label="file")
+    source = CORPUS[name]
+    family = data.draw(st.sampled_from(sorted(f for f in FAMILIES if FAMILIES[f](source, ast.parse(source)))),
+                       label="family")
+    m = data.draw(st.sampled_from(FAMILIES[family](source, ast.parse(source))), label="mutation")
+    buggy = m.apply(source)
+    region = _Region(source)
+    whole = ast.dump(ast.parse(source))
+    for c in candidate_fixes(buggy, site_lines(m.lineno, m.replacement))[:60]:
+        text = c.apply(buggy)
+        try:
+            expected = ast.dump(ast.parse(text)) == whole
+        except SyntaxError:
+            expected = False
+        try:
+            got = region.same(text)
+        except SyntaxError:
+            got = False
+        assert got == expected, (name, family, c)
+    # and on edits it is made for: the pristine text itself, and a change in one statement only
+    assert region.same(source)
+    assert not region.same(source.replace("return", "return  None or", 1)) or "return" not in source
