@@ -2,8 +2,12 @@
 
 Sites are ``if`` statements with an ``else`` or an ``elif``: the body of the second branch is replaced by a
 copy of the first branch's body (an ``elif`` keeps its own condition), so one case is handled as the other
-one is. Both bodies must be indented blocks at the same indentation, differ, and span at least four lines
-together, so the fix rewrites a whole branch: no edit of one token or one line restores it. Not invertible.
+one is. Both bodies must be indented blocks at the same indentation, span at least four lines together, and
+differ in at least three lines: the gold patch (the reverse diff) changes at least ``MIN_CHANGED`` lines
+(``-`` and ``+`` lines, as :func:`frog_gym.generators.bugsize.changed_lines` counts them) however the diff
+lines them up, so where the bodies share lines (``fractions.Fraction.__new__``) only the pairs whose
+differing lines are enough are made. The fix rewrites a whole branch: no edit of one token or one line
+restores it. Not invertible.
 
 Example:
     >>> import ast
@@ -31,6 +35,33 @@ MIN_LINES = 4
 """Lines of the two bodies together: below this the fix is a one-line edit."""
 MAX_LINES = 12
 """Lines of the copied body: above this the branch reads like a feature, not a case."""
+MIN_CHANGED = 3
+"""Fewest changed lines of the gold patch: lines of either body that the other one lacks (issue 22)."""
+
+
+def fewest_changed_lines(old: str, new: str) -> int:
+    """The fewest ``-`` and ``+`` lines any diff of ``old`` against ``new`` has, however it is embedded.
+
+    A diff keeps a common subsequence of the two line lists and changes the rest, and the common lines around
+    a replaced block never change that minimum, so it is the lines of both outside their longest common
+    subsequence (the gold patch's ``difflib`` diff may change more, never fewer). A line starting ``--`` or
+    ``++`` (a string's continuation at column 0) would read as a diff header and not be counted: it is left
+    out of the bound wherever it may fall.
+
+    Example:
+        >>> fewest_changed_lines("a\\nb\\nc\\n", "a\\nx\\nc\\n")
+        2
+        >>> fewest_changed_lines("a\\nb\\n", "b\\nc\\nd\\n")
+        3
+    """
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    row = [0] * (len(b) + 1)
+    for x in a:  # longest common subsequence, one row at a time
+        prev, row = row, [0]
+        for j, y in enumerate(b):
+            row.append(prev[j] + 1 if x == y else max(prev[j + 1], row[j]))
+    headers = sum(1 for ln in a if ln.startswith("--")) + sum(1 for ln in b if ln.startswith("++"))
+    return len(a) + len(b) - 2 * row[-1] - headers
 
 
 def _block_lines(sm: SourceMap, block: list[ast.stmt]) -> tuple[int, int] | None:
@@ -66,6 +97,8 @@ def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) 
             continue
         if not text_b.endswith(("\n", "\r")):
             text_a = text_a.rstrip("\r\n")
+        if fewest_changed_lines(text_a, text_b) < MIN_CHANGED:
+            continue  # the bodies share lines: the fix is one or two lines
         what = "elif" if elif_ else "else"
         found.append(sm.mutation(FAMILY, b[0], b[1], text_a,
                                  f"`{what}` branch runs the `if {snippet(sm.text(node.test), 30)}` body in "

@@ -20,7 +20,7 @@ from operator_corpus import CORPUS
 
 MULTI_LINE = {
     # family: fewest changed lines (``-`` and ``+`` lines) of its gold patch
-    "duplicated_branch_body": 2,  # bodies that share lines (fractions.Fraction.__new__) leave 2-3 changed lines
+    "duplicated_branch_body": 3,  # shared lines (fractions.Fraction.__new__): 3 changed; fewer: refused
     "wrong_variable_in_block": 4,
     "dropped_else_branch": 2,
     "misplaced_accumulator_reset": 2,
@@ -70,6 +70,52 @@ def test_duplicated_branch_body_needs_differing_bodies_at_one_indentation() -> N
     same = "def f(x):\n    if x:\n        a()\n        b()\n    else:\n        a()\n        b()\n"
     inline = "def f(x):\n    if x: a(); b(); c()\n    else:\n        d()\n        e()\n"
     assert outputs("duplicated_branch_body", same) == outputs("duplicated_branch_body", inline) == []
+
+
+def test_duplicated_branch_body_refuses_bodies_that_differ_in_fewer_than_three_lines() -> None:
+    from frog_gym.generators.operators.duplicated_branch_body import MIN_CHANGED
+
+    assert MIN_CHANGED == MULTI_LINE["duplicated_branch_body"]
+    head = "def f(x, a, b):\n    if x:\n"
+    # one line apart, the rest shared (argparse ArgumentParser._get_option_tuples): the fix would be 2 lines
+    one_apart = head + (
+        "        t = g(x)\n        u = a, t\n        out.append(u)\n"
+        "    else:\n        t = g(x)\n        u = b, t\n        out.append(u)\n"
+    )
+    # a body of two lines where the other has them fused into one, and two more shared (Fraction.__new__)
+    fused = head + (
+        "        # exact\n        p = x.p\n        q = x.q\n        return p\n"
+        "    elif a:\n        # exact\n        p, q = x.ratio()\n        return p\n"
+    )
+    # the first body holds the second one's lines and two more: the fix deletes 2 lines
+    two_extra = head + "        a()\n        b()\n        c()\n        d()\n    else:\n        a()\n        d()\n"
+    # one body's lines are the other's, reordered: the fix moves one line (a 2-line diff)
+    moved = head + "        a()\n        b()\n        c()\n    else:\n        b()\n        c()\n        a()\n"
+    assert outputs("duplicated_branch_body", one_apart) == []
+    assert outputs("duplicated_branch_body", two_extra) == []
+    assert outputs("duplicated_branch_body", moved) == []
+    [m] = find_mutations(fused, families=["duplicated_branch_body"])
+    assert m.apply(fused) == fused.replace("        p, q = x.ratio()\n",
+                                           "        p = x.p\n        q = x.q\n")
+    for source in (one_apart, fused, two_extra, moved):
+        for m in find_mutations(source, families=["duplicated_branch_body"]):
+            gold, changed = gold_shape(source, m)
+            assert changed >= MULTI_LINE["duplicated_branch_body"], gold
+            assert not undone_by_one_edit(source, m.apply(source), site_lines(m.lineno, m.replacement))
+
+
+def test_duplicated_branch_body_counts_changed_lines_as_the_gold_patch_does() -> None:
+    from frog_gym.generators.bugsize import changed_lines
+    from frog_gym.generators.operators.duplicated_branch_body import fewest_changed_lines
+
+    cases = [("a\nb\nc\n", "a\nx\nc\n"), ("a\nb\n", "b\nc\nd\n"), ("a\nb\nc\n", "b\nc\na\n"),
+             ("x\ny\n", "p\nq\nr\n"), ("a\nb\na\nb\n", "b\na\nb\na\n"), ("a\n", "a\n")]
+    for old, new in cases:
+        source = "def f():\n    pass\n" + new + "z = 1\n"  # the replaced block among common lines
+        _, gold = patches([Change("m.py", source.encode(), source.replace(new, old, 1).encode())])
+        assert fewest_changed_lines(old, new) <= changed_lines(gold), (old, new, gold)
+    # a line that would read as a diff header ("--- ...") is not counted by bugsize: left out of the bound
+    assert fewest_changed_lines("--- x\n", "y\n") == 1
 
 
 def test_wrong_variable_in_block() -> None:
@@ -135,9 +181,7 @@ def test_moved_loop_update() -> None:
     assert outputs("moved_loop_update", unread) == []
 
 
-# duplicated_branch_body is left out: hypothesis finds branches whose bodies share lines, where its gold patch is 2 lines
-# and one candidate edit undoes it (argparse ArgumentParser._get_option_tuples); open in issue 22's closing note
-@pytest.mark.parametrize("family", sorted(set(MULTI_LINE) - {"duplicated_branch_body"}))
+@pytest.mark.parametrize("family", sorted(MULTI_LINE))
 @PROPERTY
 @given(data=st.data())
 def test_gold_patch_is_multi_line_restores_the_source_and_defeats_one_edit(
