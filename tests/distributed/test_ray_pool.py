@@ -204,7 +204,7 @@ def test_an_actor_that_finds_no_room_is_reported_with_the_resources(local_ray):
     deadline = time.monotonic() + 60  # the CPUs of the actors the last test killed are released
     while local_ray.available_resources().get("CPU", 0.0) < 2 and time.monotonic() < deadline:
         time.sleep(0.5)
-    pool = RayEnvPool(PoolConfig(workers=2, spares=1, cpus_per_env=1.0, place_timeout_s=15), repos=["frogtoy"])
+    pool = RayEnvPool(PoolConfig(workers=2, spares=1, cpus_per_env=1.0, place_timeout_s=5), repos=["frogtoy"])
     try:
         held = [pool.lease(), pool.lease()]  # the spare cannot be placed: both CPUs are taken
         t = time.monotonic()
