@@ -174,3 +174,19 @@ def test_a_server_that_dies_mid_replay_means_a_cold_replay_and_a_new_server_next
     assert replay_warm(repo, template, changes, calls, 60.0, hidden) is None
     assert oracle.check(repo, task, template, changes).passed
     assert not oracle.check(repo, task, template, hang, timeout=3.0).passed
+
+
+def test_grades_in_a_row_replay_in_one_server_that_outlives_each_grades_thread(tmp_path):
+    """A grade replays in a thread of its own; the server is started outside it (a sandbox dies with the thread that
+    started it), so the next grade's replay finds the same server alive, not a new one per grade."""
+    from frog_gym.grading.grade import grade
+    from frog_gym.sandbox.workspace import Workspace
+
+    task, repo, template, changes, _ = _setup(COVERED)
+    scratch = Workspace(tmp_path / "scratch")
+    first = grade(repo, task, template, changes, scratch, use_cache=False)
+    server = grading_server.pooled(OracleServer.kind, repo, lambda: pytest.fail("the oracle server is gone"))
+    second = grade(repo, task, template, changes, scratch, use_cache=False)
+    assert first.oracle["passed"] and second.oracle["passed"] and second.is_resolved
+    assert grading_server.pooled(OracleServer.kind, repo, lambda: pytest.fail("the oracle server is gone")) is server
+    assert server.alive()

@@ -307,9 +307,11 @@ def calls_digest(calls: list[dict]) -> str:
 
 def check(repo: PreparedRepo, task: Task, template: Template, changes: list[Change],
           calls: list[dict] | None = None, backend: str = "local",
-          timeout: float = REPLAY_TIMEOUT) -> OracleVerdict | None:
+          timeout: float = REPLAY_TIMEOUT, server: Any = None) -> OracleVerdict | None:
     """Replay the task's oracle (``calls``, default the stored one) on the package as ``changes`` leave it, in
-    a sandbox of the grade's ``backend``, for at most ``timeout`` seconds (None: the task has no oracle)."""
+    a sandbox of the grade's ``backend``, for at most ``timeout`` seconds (None: the task has no oracle). On the
+    local backend the replay is a child of the repository's warm oracle server (``server``, default the pooled one:
+    :mod:`frog_gym.grading.oracle_server`), else, or where it can't vouch for the replay, a sandbox of its own."""
     from frog_gym.grading.runner import patch_files
 
     calls = calls_of(task) if calls is None else calls
@@ -321,7 +323,7 @@ def check(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     if backend == "local":  # a child of the repository's warm oracle server (frog_gym.grading.oracle_server)
         from frog_gym.grading.oracle_server import replay_warm
 
-        warm = replay_warm(repo, template, changes, calls, timeout, hidden)
+        warm = replay_warm(repo, template, changes, calls, timeout, hidden, server)
     if warm is not None:
         got, note = warm
     else:
@@ -343,10 +345,15 @@ def start_check(repo: PreparedRepo, task: Task, template: Template, changes: lis
     if not calls:
         return None
     fut: Future[OracleVerdict | None] = Future()
+    server = None
+    if backend == "local":  # started here, not in the thread below: a sandbox dies with the thread that started it
+        from frog_gym.grading.oracle_server import server_for
+
+        server = server_for(repo, template)
 
     def run() -> None:
         try:
-            fut.set_result(check(repo, task, template, list(changes), calls, backend, timeout))
+            fut.set_result(check(repo, task, template, list(changes), calls, backend, timeout, server))
         except Exception as e:  # never a grade that passes for want of a verdict
             fut.set_result(OracleVerdict(len(calls), 0, f"the oracle could not run: {type(e).__name__}: {str(e)[:200]}"))
 

@@ -110,14 +110,22 @@ class OracleServer(ForkServer):
         return read_capped(path)[-limit:].decode("utf-8", "replace")
 
 
-def replay_warm(repo: PreparedRepo, template: Template, changes: list[Change], calls: list[dict], timeout: float,
-                hidden: frozenset[str] = frozenset()) -> tuple[list[bytes], str] | None:
-    """The replay in the repository's warm oracle server; None: replay cold instead (warm grading is off, no server
-    could start, or it could not vouch for this replay)."""
+def server_for(repo: PreparedRepo, template: Template) -> OracleServer | None:
+    """This process's warm oracle server for ``repo`` (started on first use), or None when warm grading is off or
+    none can start. Call it from a thread that outlives the server's use, never from a grade's own short-lived
+    thread: the sandbox dies with the thread that started it (bubblewrap's ``--die-with-parent``)."""
     if not enabled():
         return None
     server = pooled(OracleServer.kind, repo, lambda: OracleServer(repo, template))
-    if not isinstance(server, OracleServer):
+    return server if isinstance(server, OracleServer) else None
+
+
+def replay_warm(repo: PreparedRepo, template: Template, changes: list[Change], calls: list[dict], timeout: float,
+                hidden: frozenset[str] = frozenset(), server: OracleServer | None = None) -> tuple[list[bytes], str] | None:
+    """The replay in the repository's warm oracle server (``server``, default :func:`server_for`); None: replay cold
+    instead (warm grading is off, no server could start, or it could not vouch for this replay)."""
+    server = server if server is not None else server_for(repo, template)
+    if server is None:
         return None
     with server.lock:
         try:
@@ -125,4 +133,3 @@ def replay_warm(repo: PreparedRepo, template: Template, changes: list[Change], c
         except Unavailable:
             discard(server)
             return None
-
