@@ -35,6 +35,14 @@ cold bare pytest median wall 0.77x, CPU 0.96x (target 0.5x: not met); worst 2.46
 CPU 1.35x: a wall outlier under load; the heavy tasks lie at 0.5-1.3x); / pytest's reported time, median 1.39x
 (target 1.5x: met). The three requests tasks' bare side ran in a sandbox (their ids name /testbed): a first run
 of this set, whose bare side ran none of their tests, printed 5-6x for them.
+
+Session 11, with the oracle replayed in a warm fork server (same command, 40 tasks of 18 repositories, load 2.1-2.3):
+median wall 0.82x, CPU 0.87x (a first run at load 1.3: 0.89x, 0.96x); worst python-dotenv__combo3-c4487e43 1.78x; /
+pytest's reported time, median 1.44x (met). What a warm grade pays grows with the task's FAIL_TO_PASS tests, not its
+selected tests: the vault walks every class alive at each passing FAIL_TO_PASS test (``lying_values``), so the
+worst tasks are those with many (python-dotenv__combo3-c4487e43: 66 of 100 tests, 1.78x; humanize__combo2-6145a5ed:
+49, 1.28x) while marshmallow__combo2-1cd84399 (8 of 580) grades at 0.57x; ``benchmarks/grading_profile.py --task
+inflection__negated_condition-0995b94c`` shows that walk as the largest item of a graded run.
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ Measured (2026-12-04, 2 shared cores, load 7.5-10.6, ``--tasks 10 --n 4``, 10 co
 FrogLive included): wall 1.05x (target 1.2x: met), CPU 1.32x (every descendant counted: not met; the replay's
 own sandbox start and interpreter cost about 0.05-0.2 s of CPU per grade, hidden in wall time behind the test
 run). An earlier run (8 tasks, load 9.8-11): wall 1.11x, CPU 1.51x.
+
+With the warm oracle server (2026-12-04, ``--tasks 8 --n 4``, 8 covered tasks of 8 repositories, load 1.8-2.4), two
+runs: with / without wall 1.06x and 1.06x, CPU 1.06x and 1.08x (target 1.2x: met, CPU included); the cold replay in
+the same rotation wall 1.07x and 1.23x, CPU 1.19x and 1.39x.
 """
 
 from __future__ import annotations
