@@ -87,7 +87,7 @@ def test_undo_cache_keeps_verdicts_per_file_content_and_site(tmp_path, monkeypat
     assert UndoCache(persist=False).data == {}
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_comparing_the_touched_statements_gives_the_whole_module_verdict(data: st.DataObject) -> None:
     """undone_by_one_edit compares a candidate by the top-level statements its edit touches; over the operator
