@@ -23,6 +23,11 @@ warm 7,608 (2.29x). Then the static check walked each top-level statement once p
 warm 6,551 (**2.10x**, target 2x; per wall-hour 2.18x). On one pass the ten grading-server starts are about a
 third of the warm side's CPU; the seal and guard cost the warm side about a tenth (2.52x at two epochs before them).
 
+Session 11, the oracle replayed in a warm fork server per repository (``--rounds 2``, load 1.6-2.2, a FrogLive miner
+running beside): cold 3,195 and 3,147, warm 4,304 and 5,497 episodes per CPU-hour: **1.52x** over the two rounds
+(per wall-hour 1.59x; target 2x: not met). Each run is a fresh process, so each pays ten grading-server and ten
+oracle-server starts for five grades a repository; the two warm rounds differ by a quarter between themselves.
+
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --side warm --suite FILE   # one side, as the rotation runs it
 """
