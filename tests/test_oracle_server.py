@@ -190,3 +190,33 @@ def test_grades_in_a_row_replay_in_one_server_that_outlives_each_grades_thread(t
     assert first.oracle["passed"] and second.oracle["passed"] and second.is_resolved
     assert grading_server.pooled(OracleServer.kind, repo, lambda: pytest.fail("the oracle server is gone")) is server
     assert server.alive()
+
+
+def test_a_forked_child_leaves_its_parents_servers_alone(tmp_path):
+    """A process forked after grading (a vector env's worker) inherits the pool's objects but not the servers: it
+    starts its own and, at its exit, never stops, kills or deletes the parent's."""
+    task, repo, template, changes, hidden = _setup(COVERED)
+    calls = oracle.calls_of(task)
+    assert replay_warm(repo, template, changes, calls, 60.0, hidden) is not None
+    server = grading_server.pooled(OracleServer.kind, repo, lambda: pytest.fail("the oracle server is gone"))
+    grader = grading_server.server_for(repo, template)  # the test runs' server of the same pool
+    assert grader is not None
+    pid = os.fork()
+    if pid == 0:  # the child: replays on a server of its own, then exits the way a worker does (atexit runs)
+        code = 1
+        try:
+            got = replay_warm(repo, template, changes, calls, 60.0, hidden)
+            mine = grading_server.pooled(OracleServer.kind, repo, lambda: None)
+            code = 0 if got is not None and oracle.compare(calls, *got).passed and mine is not server else 2
+        finally:
+            import atexit
+
+            atexit._run_exitfuncs()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert server.alive() and server.base.exists()
+    assert grader.alive() and grader.base.exists() and grading_server.server_for(repo, template) is grader
+    assert grading_server.pooled(OracleServer.kind, repo, lambda: pytest.fail("replaced")) is server
+    again = replay_warm(repo, template, changes, calls, 60.0, hidden)
+    assert again is not None and oracle.compare(calls, *again).passed

@@ -479,6 +479,19 @@ def pooled(kind: str, repo: PreparedRepo, start: Callable[[], ForkServer]) -> Fo
         return s
 
 
+def _forget_pool_in_child() -> None:
+    """A forked child (a vector env's worker) inherits the pool's objects, not the servers: their processes, cgroups
+    and folders are the parent's. It forgets them without closing one (a close would kill the parent's server and
+    delete its folder, at the child's exit at the latest) and starts servers of its own."""
+    global _POOL_LOCK
+    _POOL.clear()
+    _REFUSED.clear()
+    _POOL_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def server_for(repo: PreparedRepo, template: Template) -> GradingServer | None:
     """This process's warm grading server for ``repo`` (started on first use), or None when it can't have one."""
     s = pooled(GradingServer.kind, repo, lambda: GradingServer(repo, template))
