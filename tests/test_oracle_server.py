@@ -90,6 +90,9 @@ LEAVER = textwrap.dedent('''\
         open("/testbed/inflection/_left.py", "w").write("LEFT = 1\\n")
         open("/tmp/left", "w").write("left")
         _os.makedirs("/dev/shm/left", exist_ok=True)
+        _os.makedirs("/frog/out/left/deeper", exist_ok=True)  # where the host reads the outcomes
+        _os.mkfifo("/frog/out/left.fifo")
+        _os.symlink("/etc/passwd", "/frog/out/log.txt.link")
         _subprocess.Popen(["sleep", "307"], start_new_session=True)
         _subprocess.Popen(["sh", "-c", "trap '' TERM HUP; sleep 308"], start_new_session=True)
 ''')
@@ -120,6 +123,7 @@ def test_a_replay_leaves_nothing_for_the_next():
     calls = oracle.calls_of(task)
     src = (template.root / REL).read_text()
     assert replay_warm(repo, template, [Change(REL, src.encode(), (LEAVER + src).encode())], calls, 60.0, hidden)
+    server = grading_server.pooled(OracleServer.kind, repo, lambda: pytest.fail("the oracle server is gone"))
     got, note = replay_warm(repo, template, [Change(REL, src.encode(), (src + "\n\n" + PROBE).encode())], calls,
                             60.0, hidden)
     assert not note, note
@@ -130,6 +134,10 @@ def test_a_replay_leaves_nothing_for_the_next():
     pkg = oracle.package_template(repo, template, hidden)
     assert sorted(seen["files"]) == sorted(r.rsplit("/", 1)[-1] for r, w in pkg.manifest.items() if w[0] == "f")
     assert not [f for f in seen["files"] if f.startswith("test") or f == "conftest.py"]
+    # what it left where the host reads the outcomes was removed, not followed, and cost the next replay nothing
+    assert grading_server.pooled(OracleServer.kind, repo, lambda: pytest.fail("the server was replaced")) is server
+    assert sorted(p.name for p in server.out.iterdir()) == ["log.txt", "results.jsonl"]
+    assert Path("/etc/passwd").exists()
 
 
 HANG = textwrap.dedent('''\
@@ -218,5 +226,28 @@ def test_a_forked_child_leaves_its_parents_servers_alone(tmp_path):
     assert server.alive() and server.base.exists()
     assert grader.alive() and grader.base.exists() and grading_server.server_for(repo, template) is grader
     assert grading_server.pooled(OracleServer.kind, repo, lambda: pytest.fail("replaced")) is server
+    again = replay_warm(repo, template, changes, calls, 60.0, hidden)
+    assert again is not None and oracle.compare(calls, *again).passed
+
+
+LOCKER = textwrap.dedent('''\
+    import os as _os
+
+    _os.makedirs("/testbed/inflection/_locked/inner", exist_ok=True)
+    _os.chmod("/testbed/inflection/_locked", 0)
+    _os.makedirs("/frog/out/locked/inner", exist_ok=True)
+    _os.chmod("/frog/out/locked", 0)
+''')
+
+
+def test_folders_a_replay_locks_do_not_cost_the_next_grade_its_oracle():
+    """Folders with no permissions in the tree and in the outcomes' folder: the next replay (another episode's grade)
+    still gets its verdict, warm or, where the server can't put its folders back, cold."""
+    task, repo, template, changes, hidden = _setup(COVERED)
+    calls = oracle.calls_of(task)
+    src = (template.root / REL).read_text()
+    replay_warm(repo, template, [Change(REL, src.encode(), (LOCKER + src).encode())], calls, 60.0, hidden)
+    verdict = oracle.check(repo, task, template, changes)
+    assert verdict is not None and verdict.passed, verdict
     again = replay_warm(repo, template, changes, calls, 60.0, hidden)
     assert again is not None and oracle.compare(calls, *again).passed

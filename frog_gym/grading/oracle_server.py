@@ -28,7 +28,7 @@ import os
 import stat
 
 from frog_gym.grading.packagetree import package_changes, package_template, read_capped
-from frog_gym.grading.server import ForkServer, Unavailable, discard, enabled, pooled
+from frog_gym.grading.server import ForkServer, Unavailable, _empty, discard, enabled, pooled
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox.workspace import Change, Template, Workspace, write_changes
 from frog_gym.catalog.snapshot import PreparedRepo
@@ -79,8 +79,7 @@ class OracleServer(ForkServer):
             raise Unavailable("the oracle server is not running")
         self.ws.sync(package_template(self.repo, template, hidden))
         write_changes(self.ws.path, package_changes(self.repo, changes, hidden))
-        for f in self.out.iterdir():
-            f.unlink()
+        _empty(self.out)  # what the last replay left where outcomes are read: removed, never followed
         sent = [{k: c[k] for k in ("m", "q", "n", "args", "after")} for c in calls]  # never the outcome
         (self.io_in / "calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in sent))
         pkg = package_template(self.repo, template, hidden)
@@ -130,6 +129,6 @@ def replay_warm(repo: PreparedRepo, template: Template, changes: list[Change], c
     with server.lock:
         try:
             return server.replay(template, changes, calls, timeout, hidden)
-        except Unavailable:
+        except (Unavailable, OSError):  # a tree or folder it could not put back: it can't vouch for the next replay
             discard(server)
             return None
