@@ -175,6 +175,25 @@ def issue_refs(tests: Iterable[str]) -> set[str]:
     return {m for t in tests for m in _ISSUE_IN_TEST.findall(t.split("::", 1)[-1])}
 
 
+def test_name_words(tests: Iterable[str]) -> set[str]:
+    """Identifiers the failing tests' names carry: each name whole, and every run of two or more of its
+    ``_``-separated parts (``test_get_host_invalid`` names ``get_host``, the function an entry would cite).
+
+    >>> sorted(test_name_words(["t.py::test_get_host_invalid[a:0]"]))
+    ['get_host', 'get_host_invalid', 'host_invalid', 'test_get_host_invalid']
+    """
+    out: set[str] = set()
+    for t in tests:
+        for w in re.findall(r"[A-Za-z_]\w{2,}", t.split("::")[-1].split("[")[0]):
+            if w == "test":
+                continue
+            out.add(w)
+            parts = [x for x in w.split("_") if x]
+            parts = parts[1:] if parts and parts[0].lower() == "test" else parts
+            out.update("_".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 2, len(parts) + 1))
+    return out
+
+
 def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str], defs: set[str] = frozenset(),
                     accept: Callable[[str], bool] | None = None, refs: set[str] = frozenset()
                     ) -> tuple[str, str, float]:

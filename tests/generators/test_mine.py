@@ -313,3 +313,15 @@ def test_an_entry_citing_the_issue_a_failing_test_is_named_after_wins(tmp_path):
     assert "_match_file" in mine.match_changelog(tmp_path, "0.12.0", idents, set())[0]
     entry, _, _ = mine.match_changelog(tmp_path, "0.12.0", idents, set(), refs=mine.issue_refs(tests))
     assert entry == "`Issue #81`_: GitIgnoreSpec behaviors differ from git."
+
+
+def test_an_entry_naming_the_function_a_failing_test_is_named_after_wins(tmp_path):
+    """Werkzeug 3.1.9: two entries name ``port``; the fix's test, ``test_get_host_invalid``, names ``get_host``."""
+    (tmp_path / "CHANGES.rst").write_text("Version 3.1.9\n-------------\n\n"
+                                          "-   ``uri_to_iri`` and ``iri_to_uri`` preserve empty username, password,\n"
+                                          "    and port 0. :issue:`3189`\n"
+                                          "-   ``get_host`` also checks that the port is in the valid range. :pr:`3236`\n")
+    tests = ["tests/sansio/test_utils.py::test_get_host_invalid[a.test:0]"]
+    assert "uri_to_iri" in mine.match_changelog(tmp_path, "3.1.9", {"port", "hostname"}, {"utils"})[0]
+    idents = {"port", "hostname"} | mine.test_name_words(tests)
+    assert mine.match_changelog(tmp_path, "3.1.9", idents, {"utils"})[0].startswith("``get_host`` also checks")
