@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -80,6 +81,12 @@ def changelog_section(text: str, version: str) -> str:
 
     >>> changelog_section("2.1\\n---\\n- Fix a.\\n\\n2.0\\n---\\n- Add b.\\n", "2.1")
     '- Fix a.'
+
+    A section whose bullets are all indented keeps them level (stripping only the first would make it the
+    one outermost bullet, and the whole section one entry):
+
+    >>> changelog_section("0.9.3 *2026-10-20*\\n  * Fix a.\\n  * Fix b.\\n", "0.9.3")
+    '* Fix a.\\n* Fix b.'
     """
     lines = text.splitlines()
     want = _version_re(version)
@@ -94,7 +101,7 @@ def changelog_section(text: str, version: str) -> str:
         if _ANY_VERSION.search(lines[i]) and _is_heading(lines, i) and not _BULLET.match(lines[i]):
             end = i
             break
-    return "\n".join(lines[body:end]).strip()
+    return textwrap.dedent("\n".join(lines[body:end])).strip()
 
 
 def changelog_entries(section: str) -> list[str]:

@@ -325,3 +325,17 @@ def test_an_entry_naming_the_function_a_failing_test_is_named_after_wins(tmp_pat
     assert "uri_to_iri" in mine.match_changelog(tmp_path, "3.1.9", {"port", "hostname"}, {"utils"})[0]
     idents = {"port", "hostname"} | mine.test_name_words(tests)
     assert mine.match_changelog(tmp_path, "3.1.9", idents, {"utils"})[0].startswith("``get_host`` also checks")
+
+
+def test_a_section_of_indented_bullets_splits_into_its_entries(tmp_path):
+    """wcwidth's history indents every bullet under an unmarked ``0.9.3 *date*`` heading: each bullet is its own
+    entry (the section was once stripped on its first line only, which made the whole release one entry)."""
+    (tmp_path / "history.rst").write_text("0.9.3 *2026-10-20*\n"
+                                          "  * **Bugfix** libwcwidth no longer has undefined behavior on NULL\n"
+                                          "    input, `PR #293`_.\n"
+                                          "  * **Changed** `HyperlinkParams.parse()`_ now rejects trailing text.\n\n"
+                                          "0.9.2 *2026-10-04*\n  * **Bugfix** `clip()`_ with ``tabsize=0``.\n")
+    entries = mine.changelog_entries(mine.changelog_section((tmp_path / "history.rst").read_text(), "0.9.3"))
+    assert len(entries) == 2 and entries[1].startswith("**Changed** `HyperlinkParams.parse()`_")
+    entry = mine.match_changelog(tmp_path, "0.9.3", {"HyperlinkParams", "parse"}, {"hyperlink"})[0]
+    assert mine.clean_entry(entry) == "**Changed** `HyperlinkParams.parse()`_ now rejects trailing text."
