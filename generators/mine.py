@@ -200,11 +200,13 @@ def _text(b: bytes | None) -> str | None:
 
 
 def _test_targets(spec: RepoSpec, paths_: Iterable[str], tree_files: dict[str, bytes]) -> list[str]:
-    """Changed test modules that pytest should collect (inside the spec's test paths)."""
+    """Changed test modules that pytest should collect (inside the spec's test paths; a file the spec names
+    itself, such as voluptuous's ``voluptuous/tests/tests.py``, whatever its name)."""
     out = []
     for p in paths_:
         name = Path(p).name
-        if p not in tree_files or not p.endswith(".py") or not (name.startswith("test_") or name.endswith("_test.py")):
+        named = name.startswith("test_") or name.endswith("_test.py") or p in spec.tests.paths
+        if p not in tree_files or not p.endswith(".py") or not named:
             continue
         if any(p == t or p.startswith(t.rstrip("/") + "/") for t in spec.tests.paths):
             out.append(p)

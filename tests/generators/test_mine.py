@@ -339,3 +339,15 @@ def test_a_section_of_indented_bullets_splits_into_its_entries(tmp_path):
     assert len(entries) == 2 and entries[1].startswith("**Changed** `HyperlinkParams.parse()`_")
     entry = mine.match_changelog(tmp_path, "0.9.3", {"HyperlinkParams", "parse"}, {"hyperlink"})[0]
     assert mine.clean_entry(entry) == "**Changed** `HyperlinkParams.parse()`_ now rejects trailing text."
+
+
+def test_a_test_file_the_spec_names_is_a_target_whatever_its_name():
+    """voluptuous keeps its tests in ``voluptuous/tests/tests.py`` (its spec names the file): a change to it is a
+    changed test module; a ``tests.py`` the spec does not name is not one."""
+    from frog_gym.catalog.spec import load_repo
+
+    spec = load_repo("voluptuous")
+    files = {"voluptuous/tests/tests.py": b"", "voluptuous/other/tests.py": b"", "voluptuous/tests/test_x.py": b""}
+    assert list(spec.tests.paths) == ["voluptuous/tests/tests.py"]
+    assert mine._test_targets(spec, ["voluptuous/other/tests.py", "voluptuous/tests/tests.py"], files) == [
+        "voluptuous/tests/tests.py"]
