@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -80,6 +81,12 @@ def changelog_section(text: str, version: str) -> str:
 
     >>> changelog_section("2.1\\n---\\n- Fix a.\\n\\n2.0\\n---\\n- Add b.\\n", "2.1")
     '- Fix a.'
+
+    A section whose bullets are all indented keeps them level (stripping only the first would make it the
+    one outermost bullet, and the whole section one entry):
+
+    >>> changelog_section("0.9.3 *2026-10-20*\\n  * Fix a.\\n  * Fix b.\\n", "0.9.3")
+    '* Fix a.\\n* Fix b.'
     """
     lines = text.splitlines()
     want = _version_re(version)
@@ -94,7 +101,7 @@ def changelog_section(text: str, version: str) -> str:
         if _ANY_VERSION.search(lines[i]) and _is_heading(lines, i) and not _BULLET.match(lines[i]):
             end = i
             break
-    return "\n".join(lines[body:end]).strip()
+    return textwrap.dedent("\n".join(lines[body:end])).strip()
 
 
 def changelog_entries(section: str) -> list[str]:
@@ -173,6 +180,25 @@ def issue_refs(tests: Iterable[str]) -> set[str]:
     ['112', '81']
     """
     return {m for t in tests for m in _ISSUE_IN_TEST.findall(t.split("::", 1)[-1])}
+
+
+def test_name_words(tests: Iterable[str]) -> set[str]:
+    """Identifiers the failing tests' names carry: each name whole, and every run of two or more of its
+    ``_``-separated parts (``test_get_host_invalid`` names ``get_host``, the function an entry would cite).
+
+    >>> sorted(test_name_words(["t.py::test_get_host_invalid[a:0]"]))
+    ['get_host', 'get_host_invalid', 'host_invalid', 'test_get_host_invalid']
+    """
+    out: set[str] = set()
+    for t in tests:
+        for w in re.findall(r"[A-Za-z_]\w{2,}", t.split("::")[-1].split("[")[0]):
+            if w == "test":
+                continue
+            out.add(w)
+            parts = [x for x in w.split("_") if x]
+            parts = parts[1:] if parts and parts[0].lower() == "test" else parts
+            out.update("_".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 2, len(parts) + 1))
+    return out
 
 
 def match_changelog(tree: Path, version: str, idents: set[str], mods: set[str], defs: set[str] = frozenset(),

@@ -64,6 +64,7 @@ from frog_gym.generators.changelog import (
     fix_names,
     issue_refs,
     match_changelog,
+    test_name_words,
 )
 from frog_gym.generators.hunks import Hunk, apply_hunks, hunks_of, minimize
 from frog_gym.generators.mirror import mirror_task, reverse_onto
@@ -199,11 +200,13 @@ def _text(b: bytes | None) -> str | None:
 
 
 def _test_targets(spec: RepoSpec, paths_: Iterable[str], tree_files: dict[str, bytes]) -> list[str]:
-    """Changed test modules that pytest should collect (inside the spec's test paths)."""
+    """Changed test modules that pytest should collect (inside the spec's test paths; a file the spec names
+    itself, such as voluptuous's ``voluptuous/tests/tests.py``, whatever its name)."""
     out = []
     for p in paths_:
         name = Path(p).name
-        if p not in tree_files or not p.endswith(".py") or not (name.startswith("test_") or name.endswith("_test.py")):
+        named = name.startswith("test_") or name.endswith("_test.py") or p in spec.tests.paths
+        if p not in tree_files or not p.endswith(".py") or not named:
             continue
         if any(p == t or p.startswith(t.rstrip("/") + "/") for t in spec.tests.paths):
             out.append(p)
@@ -427,8 +430,7 @@ def _build_task(pair: _Pair, spec: RepoSpec, a: Release, b: Release, iid: str, h
     if "Binary files " in test_patch:
         return None
     idents, mods = fix_names(hunks, old_text)
-    for t in f2p:
-        idents.update(w for w in re.findall(r"[A-Za-z_]\w{2,}", t.split("::")[-1].split("[")[0]) if w != "test")
+    idents |= test_name_words(f2p)
     entry, source, score = match_changelog(pair.new.tree, b.version, idents, mods,
                                            enclosing_names(hunks, old_text),
                                            statement_ok(spec.name, a.version, a.sha256, f2p), issue_refs(f2p))
@@ -516,9 +518,7 @@ def restate(path: Path) -> int:
             old = {c.path: _text(c.old) or "" for c in gold if c.old is not None}
             hunks = [h for c in gold for h in hunks_of(c.path, _text(c.old), _text(c.new))]
             idents, mods = fix_names(hunks, old)
-            for test in t.FAIL_TO_PASS:
-                idents.update(w for w in re.findall(r"[A-Za-z_]\w{2,}", test.split("::")[-1].split("[")[0])
-                              if w != "test")
+            idents |= test_name_words(t.FAIL_TO_PASS)
             src = prov.get("source") or {}
             entry, source, score = match_changelog(tree_new, prov["to_version"], idents, mods,
                                                    enclosing_names(hunks, old),
@@ -675,7 +675,7 @@ def all_results(family: str = "live") -> list[PairResult]:
 
 __all__ = ["Release", "Hunk", "PairResult", "list_releases", "fetch_release", "mine", "mine_pair", "minimize",
            "report", "hunks_of", "apply_hunks", "changelog_section", "changelog_entries", "clean_entry",
-           "fix_names", "issue_refs", "match_changelog", "reverse_onto", "mirror_task", "MIRROR_MARK"]
+           "fix_names", "issue_refs", "match_changelog", "test_name_words", "reverse_onto", "mirror_task", "MIRROR_MARK"]
 
 
 # --- FrogLive quality: what a mined task must be to count as a real bug fix ----------------------------------

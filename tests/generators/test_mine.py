@@ -313,3 +313,41 @@ def test_an_entry_citing_the_issue_a_failing_test_is_named_after_wins(tmp_path):
     assert "_match_file" in mine.match_changelog(tmp_path, "0.12.0", idents, set())[0]
     entry, _, _ = mine.match_changelog(tmp_path, "0.12.0", idents, set(), refs=mine.issue_refs(tests))
     assert entry == "`Issue #81`_: GitIgnoreSpec behaviors differ from git."
+
+
+def test_an_entry_naming_the_function_a_failing_test_is_named_after_wins(tmp_path):
+    """Werkzeug 3.1.9: two entries name ``port``; the fix's test, ``test_get_host_invalid``, names ``get_host``."""
+    (tmp_path / "CHANGES.rst").write_text("Version 3.1.9\n-------------\n\n"
+                                          "-   ``uri_to_iri`` and ``iri_to_uri`` preserve empty username, password,\n"
+                                          "    and port 0. :issue:`3189`\n"
+                                          "-   ``get_host`` also checks that the port is in the valid range. :pr:`3236`\n")
+    tests = ["tests/sansio/test_utils.py::test_get_host_invalid[a.test:0]"]
+    assert "uri_to_iri" in mine.match_changelog(tmp_path, "3.1.9", {"port", "hostname"}, {"utils"})[0]
+    idents = {"port", "hostname"} | mine.test_name_words(tests)
+    assert mine.match_changelog(tmp_path, "3.1.9", idents, {"utils"})[0].startswith("``get_host`` also checks")
+
+
+def test_a_section_of_indented_bullets_splits_into_its_entries(tmp_path):
+    """wcwidth's history indents every bullet under an unmarked ``0.9.3 *date*`` heading: each bullet is its own
+    entry (the section was once stripped on its first line only, which made the whole release one entry)."""
+    (tmp_path / "history.rst").write_text("0.9.3 *2026-10-20*\n"
+                                          "  * **Bugfix** libwcwidth no longer has undefined behavior on NULL\n"
+                                          "    input, `PR #293`_.\n"
+                                          "  * **Changed** `HyperlinkParams.parse()`_ now rejects trailing text.\n\n"
+                                          "0.9.2 *2026-10-04*\n  * **Bugfix** `clip()`_ with ``tabsize=0``.\n")
+    entries = mine.changelog_entries(mine.changelog_section((tmp_path / "history.rst").read_text(), "0.9.3"))
+    assert len(entries) == 2 and entries[1].startswith("**Changed** `HyperlinkParams.parse()`_")
+    entry = mine.match_changelog(tmp_path, "0.9.3", {"HyperlinkParams", "parse"}, {"hyperlink"})[0]
+    assert mine.clean_entry(entry) == "**Changed** `HyperlinkParams.parse()`_ now rejects trailing text."
+
+
+def test_a_test_file_the_spec_names_is_a_target_whatever_its_name():
+    """voluptuous keeps its tests in ``voluptuous/tests/tests.py`` (its spec names the file): a change to it is a
+    changed test module; a ``tests.py`` the spec does not name is not one."""
+    from frog_gym.catalog.spec import load_repo
+
+    spec = load_repo("voluptuous")
+    files = {"voluptuous/tests/tests.py": b"", "voluptuous/other/tests.py": b"", "voluptuous/tests/test_x.py": b""}
+    assert list(spec.tests.paths) == ["voluptuous/tests/tests.py"]
+    assert mine._test_targets(spec, ["voluptuous/other/tests.py", "voluptuous/tests/tests.py"], files) == [
+        "voluptuous/tests/tests.py"]
