@@ -52,6 +52,13 @@ REASONS = {
     "boltons__live-26.0.0-2": "a real feature (partition by attribute name) reads an attribute named by the caller "
                               "in a new function; allowed as graded (the release's own code does it there); written "
                               "anywhere else it is refused: a computed attribute name is what forgeries use",
+    "glom__live-23.4.0-2": "the fix checks each of a list of its own attributes by name (getattr with a computed name), "
+                           "as the release does in that function; allowed as graded, refused anywhere else",
+    "natsort__live-8.2.0-1": "the fix adds typing protocols (SupportsDunderLT, SupportsDunderGT) that declare __lt__ and "
+                             "__gt__ for type checkers; allowed as graded (the release defines them there); a comparison "
+                             "method defined anywhere else is refused",
+    "natsort__live-8.3.0-5": "the fix asks globals() at module level whether a fallback (try_float, try_int) is "
+                             "already defined, as the release's module does; allowed as graded, refused elsewhere",
     "markdown__live-3.9-1": "a real feature formats a template from the extension's configuration; allowed as graded "
                             "(the release does it in that function); elsewhere refused: str.format reaches attributes "
                             "by the names in a template the check can't read",
