@@ -114,6 +114,27 @@ def wait_child(pid, deadline):
     return code, usage, clean
 
 
+def fork_run(body, deadline):
+    """Fork a child that runs ``body()`` and exits as the interpreter would (``SystemExit``'s status, a traceback and
+    1 for any other exception, 0 when it returns); the parent waits for it (:func:`wait_child`) and returns what that
+    returns."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            body()
+        except SystemExit as e:
+            end(e.code)
+        except BaseException:  # noqa: BLE001 (printed and exit status 1, as the interpreter would)
+            import traceback
+
+            traceback.print_exc()
+            end(1)
+        end(0)
+    return wait_child(pid, deadline)
+
+
 def end(code):
     """Exit the way the interpreter exits on ``SystemExit(code)`` (threads joined, ``atexit`` handlers run,
     stdio flushed, the same status), less the teardown of every object, which only costs time here: the

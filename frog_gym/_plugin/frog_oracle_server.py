@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-from frog_fork import compiled, end, lines, remember, say, source, stdio_to, use_compiled, wait_child
+from frog_fork import compiled, fork_run, lines, remember, say, source, stdio_to, use_compiled
 
 import frog_oracle
 
@@ -61,21 +61,7 @@ def main():
             if data is not None:
                 made += remember(_COMPILED, path, data, compiled)
         gc.freeze()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                _child(req)
-            except SystemExit as e:
-                end(e.code)
-            except BaseException:  # noqa: BLE001 (printed and exit status 1, as the interpreter would)
-                import traceback
-
-                traceback.print_exc()
-                end(1)
-            end(0)
-        code, usage, clean = wait_child(pid, start + req["timeout"])
+        code, usage, clean = fork_run(lambda: _child(req), start + req["timeout"])
         own = os.times()
         say({"made": made, "exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
              "seconds": time.monotonic() - start})

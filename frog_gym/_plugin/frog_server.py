@@ -30,8 +30,8 @@ import os
 import sys
 import time
 
-from frog_fork import compiled as _compiled, end as _end, lines as _lines, remember as _remember, say as _say
-from frog_fork import source as _source, stdio_to, use_compiled, wait_child
+from frog_fork import compiled as _compiled, lines as _lines, remember as _remember, say as _say
+from frog_fork import fork_run, source as _source, stdio_to, use_compiled
 
 TESTBED = "/testbed"
 PLUGIN = "/frog/plugin"
@@ -268,20 +268,7 @@ def main():
         except Exception:  # noqa: BLE001 (the child rewrites the whole file instead, as cold)
             canaries = None
         gc.freeze()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                _child(req, pytest, canaries)
-            except SystemExit as e:
-                _end(e.code)
-            except BaseException:  # noqa: BLE001 (printed and exit status 1, as the interpreter would)
-                import traceback
-
-                traceback.print_exc()
-                _end(1)
-        code, usage, clean = wait_child(pid, start + req["timeout"])
+        code, usage, clean = fork_run(lambda: _child(req, pytest, canaries), start + req["timeout"])
         own = os.times()
         _say({"made": made, "exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
               "seconds": time.monotonic() - start})
