@@ -24,8 +24,6 @@ cold replay. ``FROG_GYM_GRADE_SERVER=0`` turns warm replays off with warm gradin
 from __future__ import annotations
 
 import json
-import os
-import stat
 
 from frog_gym.grading.packagetree import package_changes, package_template, read_capped
 from frog_gym.grading.server import ForkServer, Unavailable, _empty, discard, enabled, pooled
@@ -77,12 +75,12 @@ class OracleServer(ForkServer):
         :class:`Unavailable` when this server can't vouch for the replay (the caller replays cold)."""
         if not self.alive():
             raise Unavailable("the oracle server is not running")
-        self.ws.sync(package_template(self.repo, template, hidden))
+        pkg = package_template(self.repo, template, hidden)
+        self.ws.sync(pkg)
         write_changes(self.ws.path, package_changes(self.repo, changes, hidden))
         _empty(self.out)  # what the last replay left where outcomes are read: removed, never followed
         sent = [{k: c[k] for k in ("m", "q", "n", "args", "after")} for c in calls]  # never the outcome
         (self.io_in / "calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in sent))
-        pkg = package_template(self.repo, template, hidden)
         compile_ = [f"/testbed/{rel}" for rel, w in pkg.manifest.items() if w[0] == "f" and rel.endswith(".py")]
         reply = self._request({"timeout": timeout, "compile": compile_}, timeout + 30)
         if reply is None or "exit" not in reply:
@@ -99,14 +97,8 @@ class OracleServer(ForkServer):
         return got, note
 
     def _log_tail(self, limit: int = 300) -> str:
-        """The end of the child's output (read only if it is a regular file, never through a link)."""
-        path = self.out / "log.txt"
-        try:
-            if not stat.S_ISREG(os.lstat(path).st_mode):
-                return ""
-        except OSError:
-            return ""
-        return read_capped(path)[-limit:].decode("utf-8", "replace")
+        """The end of the child's output (a regular file only, never through a link: :func:`read_capped`)."""
+        return read_capped(self.out / "log.txt")[-limit:].decode("utf-8", "replace")
 
 
 def server_for(repo: PreparedRepo, template: Template) -> OracleServer | None:
