@@ -34,7 +34,7 @@ def inflection():
 
 def _ours(client, **labels):
     filters = {"label": [f"{LABEL}=1", *(f"{k}={v}" for k, v in labels.items())]}
-    return client.containers.list(all=True, filters=filters)
+    return client.containers.list(all=True, filters=filters, ignore_removed=True)
 
 
 def test_repo_image_has_the_venv_at_its_path_and_imports_from_testbed(client, inflection, tmp_path):
@@ -128,6 +128,23 @@ def test_prune_and_every_new_sandbox_remove_containers_of_dead_owners_only(clien
         assert _ours(client, **{f"{LABEL}.role": "test-orphan"}) == []
         assert prune(client) == []  # a live owner's container stays
         assert live.run("echo still here").output == "still here\n"
+
+
+def test_prune_survives_containers_that_go_while_it_runs(client):
+    """Another process's containers come and go (auto-removed) while a sandbox starts and prunes: a container
+    listed and gone a moment later must not fail the prune (CI's failure: inspect of a listed container, 404)."""
+    base = images.build_base(client)[0]
+    labels = {LABEL: "1", f"{LABEL}.owner-host": "elsewhere", f"{LABEL}.role": "test-transient"}
+    made = [client.containers.run(base, ["sleep", f"0.{i % 10}"], labels=labels, network_mode="none",
+                                  auto_remove=True, detach=True) for i in range(20)]
+    deadline = time.monotonic() + 60
+    rounds = 0
+    names = {c.name for c in made}
+    while _ours(client, **{f"{LABEL}.role": "test-transient"}) and time.monotonic() < deadline:
+        assert not names & set(prune(client))  # another machine's containers are its own prune's to remove
+        rounds += 1
+    assert rounds > 0
+    assert _ours(client, **{f"{LABEL}.role": "test-transient"}) == []
 
 
 def test_cli_build_images_prune(client, capsys):

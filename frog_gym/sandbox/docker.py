@@ -114,12 +114,14 @@ def prune(client: Any | None = None, everything: bool = False) -> list[str]:
 
     client = client or docker_client()
     removed = []
-    for c in client.containers.list(all=True, filters={"label": f"{LABEL}=1"}):
-        if everything or _owner_gone(c.labels or {}):
+    # The low-level listing reads each container's labels from the list itself; the high-level one inspects every
+    # container afterwards, and a container that another process removes in between fails the whole prune.
+    for c in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
+        if everything or _owner_gone(c.get("Labels") or {}):
             try:
-                c.remove(force=True)
-                removed.append(c.name)
-            except docker.errors.APIError:  # already going (auto-remove)
+                client.api.remove_container(c["Id"], force=True)
+                removed.append((c.get("Names") or [c["Id"]])[0].lstrip("/"))
+            except docker.errors.APIError:  # already gone or going (auto-remove, another prune)
                 pass
     return sorted(removed)
 
