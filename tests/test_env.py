@@ -9,7 +9,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import frog_gym  # noqa: F401
-from frog_gym.agents.oracle import OracleAgent, hunks
+from frog_gym.agents.oracle import OracleAgent, hunks, placed_hunks
 from frog_gym.catalog.task import load_task, task_index
 
 # Every hand-written task, plus a seeded sample of the (hundreds of) generated ones: .ci/sample_tasks.py
@@ -93,6 +93,32 @@ def test_gold_fix_through_edit_tools_scores_one(task_id):
                 break
         assert reward == 1.0, info["report"]
         assert info["report"]["resolved"] == "RESOLVED_FULL"
+    finally:
+        e.close()
+
+
+def test_oracle_places_a_hunk_whose_text_occurs_twice_by_its_line():
+    """Code repeated in two functions (wcwidth's wcswidth and wcstwidth) makes a gold hunk's old text occur twice:
+    the oracle's str_replace is refused, and it anchors the edit at the hunk's own line instead."""
+    e = gym.make(f"FrogSWE/{TASK}-v0").unwrapped
+    try:
+        obs, info = e.reset(seed=0)
+        (path, old, _new, _at), = placed_hunks(load_task(TASK).patch)
+        copy = f"\n_COPY = r'''{old}'''\n"
+        obs, *_ = e.step({"tool": "bash", "command": f"cat >> {path} <<'FROG_EOF'\n{copy}FROG_EOF"})
+        agent = OracleAgent()
+        agent.reset(obs, info)
+        actions = []
+        while True:
+            actions.append(agent.act(obs))
+            obs, reward, term, trunc, info = e.step(actions[-1])
+            if term or trunc:
+                break
+        assert [a["tool"] for a in actions] == ["str_replace", "insert", "str_replace", "submit"]
+        assert reward == 1.0 and info["report"]["resolved"] == "RESOLVED_FULL", info["report"]
+        diff = e.diff()  # the episode's changes: the fix at the hunk's line, the copy appended, no anchor left
+        assert "+    if number % 100 in (11, 12, 13):" in diff and "+_COPY = r'''" in diff
+        assert "frog-gym oracle" not in diff
     finally:
         e.close()
 
