@@ -73,6 +73,13 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     staticmethod_, classmethod_, property_ = staticmethod, classmethod, property
     dict_items, mro_of, dict_of = dict.items, type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
     getset_type, member_type = type(type.__dict__["__dict__"]), type(type(sys).__dict__["__dict__"])
+    # A type whose attributes can't be set (a static type: str, object, a C descriptor's type;
+    # Py_TPFLAGS_IMMUTABLETYPE, read through type's own C member) holds nothing the package made: setattr refuses
+    # its dictionary, and the ways around that (the garbage collector's referents, ctypes) are refused by the
+    # guard. The flag is trusted only where it says so of str and not of a class of Python source (else 0: every
+    # type is read)
+    flags_of = type.__dict__["__flags__"].__get__
+    immutable = 1 << 8 if flags_of(str) & 1 << 8 and not flags_of(functools.partialmethod) & 1 << 8 else 0
     module_type = type(sys)
     # builtins and exception classes the vault's functions use when they run (a name rebound in this module's
     # globals would shadow the builtin, and run the package's code inside the vault)
@@ -307,7 +314,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         if depth < 2:
             cls = value if issubclass_(t, type_) else t
             for base in mro_of(cls):
-                if base is object_:
+                if base is object_ or flags_of(base) & immutable:
                     continue
                 for v in list_(dict_of(base).values()):
                     if made(v, depth + 1):
@@ -526,6 +533,27 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         value = unwrapped(value)
         return value if type_(value) is FunctionType else None
 
+    def classes_with_slots():
+        """Every class alive whose dictionary may hold a slot (:data:`_BEHAVIOUR_SLOTS`): each subclass of object
+        that is not a static type (``immutable``) and has a slot's name or a name that is not an exact str. Most
+        classes hold none of the slots: their names, taken at once and all exact str, are compared with the slots
+        in C (no hash of the package's runs)."""
+        found, seen, todo = [], set_(), [object_]
+        while todo:
+            for cls in subclasses_of(todo.pop()):
+                if ident(cls) in seen:
+                    continue
+                seen.add(ident(cls))
+                todo.append(cls)
+                if flags_of(cls) & immutable:  # a static type's dictionary is as C made it
+                    continue
+                names = tuple_(dict_of(cls))
+                if not all_(map_(is_, map_(type_, names), repeat_(str_type))) or not slots.isdisjoint(names):
+                    found.append(cls)
+        return found
+
+    fine_before = {}  # id -> function of a file's code that lying_values found fine (held, so that ids stay theirs)
+
     def lying_values():
         """Each class alive now that holds, as a comparison or format method (:data:`_BEHAVIOUR_SLOTS`), code
         that the package's changed files made and that the repository's own version of the file does not put
@@ -546,51 +574,52 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 files[None] = None
             return files.get(module)
 
-        prefix, out, seen, todo = root + "/", [], set_(), [object_]
-        while todo:
-            for cls in subclasses_of(todo.pop()):
-                if ident(cls) in seen:
+        prefix, out = root + "/", []
+        for cls in classes_with_slots():
+            hits = [(k, f) for k, v in dict_of(cls).items() if type_(k) is str_type and k in slots
+                    and type_(v) not in c_kinds for f in (function_of(v),) if f is not None or made(v)]
+            if not hits:
+                continue
+            cq = qualname_of(cls)
+            cq = cq if type_(cq) is str_type else None
+            for name, f in hits:
+                if f is None:  # a callable object the package made
+                    out.append(f"code under test gave {cq or 'a class'} a {name} that is no function")
                     continue
-                seen.add(ident(cls))
-                todo.append(cls)
-                # most classes hold none of the slots: their names, taken at once and all exact str, are compared
-                # with the slots in C (no hash of the package's runs); any other class is read name by name
-                names = tuple_(dict_of(cls))
-                if all_(map_(is_, map_(type_, names), repeat_(str_type))) and slots.isdisjoint(names):
+                # a function found fine before, its __code__ not set since, is fine again: the verdict below
+                # reads its code and globals alone (read-only) where the code is a file's, as made() keeps its
+                # own (a generated method's reads its class's module and name, which may change: read afresh)
+                if fine_before.get(ident(f)) is f and recoded.get(ident(f)) is not f:
                     continue
-                hits = [(k, f) for k, v in dict_of(cls).items() if type_(k) is str_type and k in slots
-                        and type_(v) not in c_kinds for f in (function_of(v),) if f is not None or made(v)]
-                if not hits:
+                code = f.__code__
+                where = code.co_filename
+                if type_(where) is not str_type or not package_code(where, f.__globals__):
+                    if type_(where) is str_type and not where.startswith("<"):
+                        fine_before[ident(f)] = f
                     continue
-                cq = qualname_of(cls)
-                cq = cq if type_(cq) is str_type else None
-                for name, f in hits:
-                    if f is None:  # a callable object the package made
-                        out.append(f"code under test gave {cq or 'a class'} a {name} that is no function")
+                generated = where.startswith("<")
+                if generated:  # a dataclass's or attrs' method: its class's module's
+                    mod = [v for k, v in dict_of(cls).items() if type_(k) is str_type and k == "__module__"]
+                    where = file_of(mod[0]) if mod and type_(mod[0]) is str_type else None
+                    if where is None:  # no loaded module's (attrs' tests make classes of made-up modules)
                         continue
-                    code = f.__code__
-                    where = code.co_filename
-                    if type_(where) is not str_type or not package_code(where, f.__globals__):
-                        continue
-                    generated = where.startswith("<")
-                    if generated:  # a dataclass's or attrs' method: its class's module's
-                        mod = [v for k, v in dict_of(cls).items() if type_(k) is str_type and k == "__module__"]
-                        where = file_of(mod[0]) if mod and type_(mod[0]) is str_type else None
-                        if where is None:  # no loaded module's (attrs' tests make classes of made-up modules)
-                            continue
-                    rel = where[len_(prefix):] if where.startswith(prefix) else None
-                    own = changed.get(rel) if rel is not None else None
-                    if own is None:  # the repository's own file, as it stands: not the agent's
-                        continue
-                    qual = qual_of(code) if qual_of is not None else code.co_name  # 3.10: no co_qualname
-                    qual = qual if type_(qual) is str_type else ""
-                    # generated: for a class the file defines there. Else a function the file defines there: the
-                    # repository's own code, whatever class it is put on (attrs' factories make __ge__ in
-                    # _make_order, and cmp_using's methods in _make_operator, for classes made at run time)
-                    fine = cq is not None and cq in own if generated else qual in own
-                    if not fine:
-                        out.append(f"code under test gave {cq or 'a class'} a {name} that {rel} does not define "
-                                   f"there ({qual or 'no name'}): a value that compares as it likes")
+                rel = where[len_(prefix):] if where.startswith(prefix) else None
+                own = changed.get(rel) if rel is not None else None
+                if own is None:  # the repository's own file, as it stands: not the agent's
+                    if not generated:
+                        fine_before[ident(f)] = f
+                    continue
+                qual = qual_of(code) if qual_of is not None else code.co_name  # 3.10: no co_qualname
+                qual = qual if type_(qual) is str_type else ""
+                # generated: for a class the file defines there. Else a function the file defines there: the
+                # repository's own code, whatever class it is put on (attrs' factories make __ge__ in
+                # _make_order, and cmp_using's methods in _make_operator, for classes made at run time)
+                fine = cq is not None and cq in own if generated else qual in own
+                if fine and not generated:
+                    fine_before[ident(f)] = f
+                if not fine:
+                    out.append(f"code under test gave {cq or 'a class'} a {name} that {rel} does not define "
+                               f"there ({qual or 'no name'}): a value that compares as it likes")
         return out
 
     def package_class(cls):
