@@ -683,7 +683,8 @@ __all__ = ["Release", "Hunk", "PairResult", "list_releases", "fetch_release", "m
 MAX_FIX_LINES = 400
 """A FrogLive fix changing more lines than this (added + removed) is a rewrite or a bundle, not one fix."""
 _VERSION_DROP = re.compile(r"(?i)\bdrop(?:ped|s)? support for python|\bpython \d+(?:\.\d+)+ support\b")
-_FEATURE = re.compile(r"(?i)^\W*(?:add(?:ed|s)?|new|introduce[sd]?|support for)\b")
+_FEATURE = re.compile(r"(?i)^\W*(?:add(?:ed|s)?|new|introduce[sd]?|support(?:s|ed)?|implement(?:s|ed)?|allow(?:s|ed)?|"
+                      r"enable[sd]?|deprecate[sd]?|test(?:s|ed)?|pep\s*\d+\s*:)(?:\W|$)")
 _FIXLIKE = re.compile(r"(?i)\b(?:fix\w*|bug|regression|crash\w*|wrong|incorrect\w*|error|broken)\b")
 
 
@@ -691,7 +692,8 @@ def quality_problems(record: dict) -> list[str]:
     """Why a FrogLive task record is not a usable bug fix (empty: it is). The rule: its gold patch changes at
     most :data:`MAX_FIX_LINES` lines, at most half of them outside ``.py`` files (else a data update); it has a
     PASS_TO_PASS test; its statement is not a version drop ("Drop support for Python 2.7", "Python 3.10
-    support") nor a feature ("Add ...", "New ...") unless it also says it fixes something."""
+    support") nor a feature ("Add ...", "New ...", "Support ...", "Allow ...", "PEP 639: ...", a "Test ..." of its
+    own) unless it also says it fixes something."""
     patch = record.get("patch", "")
     changed, data, path = 0, 0, ""
     for line in patch.splitlines():

@@ -287,7 +287,12 @@ def test_every_froglive_task_passes_the_quality_rule():
     assert quality_problems(fix) == []
     assert quality_problems(dict(fix, problem_statement="Drop support for Python 2.7.")) == [
         "its statement is a version drop"]
-    assert quality_problems(dict(fix, problem_statement="Add `b()`, which returns 2.")) == ["its statement is a feature"]
+    for feature in ("Add `b()`, which returns 2.", "Support `b()` on windows.", "PEP 639: license expressions.",
+                    "Allow `a()` to take a path.", "Tests for `a()` on 32-bit platforms.", "Deprecated `c()`."):
+        assert quality_problems(dict(fix, problem_statement=feature)) == ["its statement is a feature"], feature
+    for fixed in ("Remove double-encoding of alt text.", "Support for `b()` crashed on windows: fixed.",
+                  "Testing a path with `a()` raised TypeError.", "Added a missing check: `a()` gave a wrong result."):
+        assert quality_problems(dict(fix, problem_statement=fixed)) == [], fixed
     assert quality_problems(dict(fix, PASS_TO_PASS=[])) == ["it has no PASS_TO_PASS test"]
     big = dict(fix, patch="+++ b/pkg/data.json\n" + "+x\n" * 500)
     assert len(quality_problems(big)) == 2
