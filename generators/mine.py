@@ -142,6 +142,50 @@ def mine_dir() -> Path:
     return d
 
 
+def records_path(repo: str, family: str = "live", tasks_dir: Path | None = None) -> Path:
+    """The committed record of every release pair of ``repo`` mined for ``family``: one :class:`PairResult` per
+    line, in ``registry/mine/`` beside the task folder, so that which pairs were mined (and for which family),
+    and the mining report, survive the machine that mined them (``$FROG_GYM_HOME/mine`` is its working copy).
+    Mining into another task folder (``tasks_dir``) keeps its records in that folder's ``mine/``."""
+    folder = tasks_dir / "mine" if tasks_dir is not None else repos_dir().parent / "mine"
+    return folder / f"{repo}.{family}.jsonl"
+
+
+def recorded(repo: str, family: str = "live", tasks_dir: Path | None = None) -> dict[tuple[str, str], PairResult]:
+    """The committed pair outcomes of ``repo`` for ``family``, by ``(old, new)`` version."""
+    path = records_path(repo, family, tasks_dir)
+    if not path.exists():
+        return {}
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = PairResult(**json.loads(line))
+            out[(r.old, r.new)] = r
+    return out
+
+
+def keep_record(r: PairResult, family: str = "live", tasks_dir: Path | None = None) -> None:
+    """Add (or replace) one pair outcome in its repository's committed record, in release order."""
+    have = recorded(r.repo, family, tasks_dir)
+    have[(r.old, r.new)] = r
+    path = records_path(r.repo, family, tasks_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = sorted(have.values(), key=lambda x: (Version(x.new), Version(x.old)))
+    path.write_text("".join(json.dumps(dataclasses.asdict(x), sort_keys=True) + "\n" for x in rows),
+                    encoding="utf-8")
+
+
+def keep_local_records(family: str = "live") -> int:
+    """Copy the pair outcomes recorded under ``$FROG_GYM_HOME/mine`` for registered repositories into the
+    committed records (a machine's mining, made part of the registry); returns how many were new or changed."""
+    n = 0
+    for r in _local_results(family):
+        if (repos_dir() / f"{r.repo}.toml").exists() and recorded(r.repo, family).get((r.old, r.new)) != r:
+            keep_record(r, family)
+            n += 1
+    return n
+
+
 def live_path(repo: str, tasks_dir: Path | None = None, family: str = "live") -> Path:
     return (tasks_dir or repos_dir().parent / "tasks") / f"{repo}.{family}.jsonl"
 
@@ -589,13 +633,15 @@ def family_pairs(spec: RepoSpec, pairs: list[tuple[Release, Release]], family: s
     if family == "mirror":
         pinned = Version(spec.source.version)
         live = {p.stem.split("..")[1] for p in (mine_dir() / spec.name).glob("*..*.json")
-                if not p.stem.endswith(".mirror")} | live_releases(spec.name)
+                if not p.stem.endswith(".mirror")} | {new for _, new in recorded(spec.name)} | live_releases(spec.name)
         return [(a, b) for a, b in pairs if Version(b.version) <= pinned and b.version not in live]
     mirror = mirror_releases(spec.name)
     # The time split (generators/timesplit.py): a live fix must come after the training snapshot, so live
     # mining starts at the pinned release (N >= pin); the pairs before it are the training code's past.
     pinned = Version(spec.source.version) if spec.source.version else None
-    return [(a, b) for a, b in pairs if not state_path(spec, a, b, "mirror").exists() and b.version not in mirror
+    mirrored = recorded(spec.name, "mirror")
+    return [(a, b) for a, b in pairs if not state_path(spec, a, b, "mirror").exists()
+            and (a.version, b.version) not in mirrored and b.version not in mirror
             and (pinned is None or Version(a.version) >= pinned)]
 
 
@@ -620,17 +666,18 @@ def mine(repos: list[str], *, since: str | None = None, max_pairs: int | None = 
             continue
         todo = family_pairs(spec, pairs_for(spec, releases, since, None), family)
         todo = todo[:max_pairs] if max_pairs else todo
+        kept = recorded(name, family, tasks_dir)
         for a, b in todo:
             sp = state_path(spec, a, b, family)
-            if sp.exists():
-                prev = PairResult(**json.loads(sp.read_text()))
-                if not (retry and prev.outcome == "error"):
-                    out.append(prev)
-                    continue
+            prev = PairResult(**json.loads(sp.read_text())) if sp.exists() else kept.get((a.version, b.version))
+            if prev is not None and not (retry and prev.outcome == "error"):
+                out.append(prev)
+                continue
             log(f"{name} {a.version} -> {b.version}: mining")
             r = mine_pair(spec, a, b, tasks_dir=tasks_dir, runs=runs, family=family, log=log)
             sp.parent.mkdir(parents=True, exist_ok=True)
             sp.write_text(json.dumps(dataclasses.asdict(r)))
+            keep_record(r, family, tasks_dir)
             log(f"{name} {a.version} -> {b.version}: {r.outcome}"
                 f"{': ' + r.reason if r.reason else ''} ({r.candidates} candidates, {len(r.kept)} kept, "
                 f"{r.test_runs} test runs, {r.seconds:.0f} s)")
@@ -660,8 +707,29 @@ def report(results: list[PairResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def unrecorded_note(counts: dict[str, int], results: list[PairResult]) -> str:
+    """A line for the report naming the repositories whose tasks come from pairs that no record holds (mined on
+    a machine whose records were not kept, before records were committed), with their task counts; else ""."""
+    have = {r.repo for r in results}
+    missing = {repo: n for repo, n in sorted(counts.items()) if n and repo not in have}
+    if not missing:
+        return ""
+    return ("\nNo pair record is kept for the tasks of " + ", ".join(f"{r} ({n})" for r, n in missing.items())
+            + ": they were mined before the records were committed (their yield is not in the table; as measured "
+            "when they were mined, it is in this file's git history).\n")
+
+
 def all_results(family: str = "live") -> list[PairResult]:
-    """Every pair outcome of ``family`` recorded under ``$FROG_GYM_HOME/mine``."""
+    """Every pair outcome of ``family`` for a registered repository: the committed records, and those recorded
+    under ``$FROG_GYM_HOME/mine`` that they lack (a pair mined here and not yet kept)."""
+    by = {(r.repo, r.old, r.new): r for r in _local_results(family) if (repos_dir() / f"{r.repo}.toml").exists()}
+    for path in sorted(records_path("x", family).parent.glob(f"*.{family}.jsonl")):
+        for r in recorded(path.name[: -len(f".{family}.jsonl")], family).values():
+            by[(r.repo, r.old, r.new)] = r
+    return sorted(by.values(), key=lambda r: (r.repo, Version(r.new), Version(r.old)))
+
+
+def _local_results(family: str = "live") -> list[PairResult]:
     out = []
     for p in sorted(mine_dir().glob("*/*.json")):
         if (family == "live") == p.name.endswith(".mirror.json"):
@@ -674,6 +742,7 @@ def all_results(family: str = "live") -> list[PairResult]:
 
 
 __all__ = ["Release", "Hunk", "PairResult", "list_releases", "fetch_release", "mine", "mine_pair", "minimize",
+           "records_path", "recorded", "keep_record", "keep_local_records", "unrecorded_note",
            "report", "hunks_of", "apply_hunks", "changelog_section", "changelog_entries", "clean_entry",
            "fix_names", "issue_refs", "match_changelog", "test_name_words", "reverse_onto", "mirror_task", "MIRROR_MARK"]
 

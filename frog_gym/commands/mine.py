@@ -27,6 +27,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retry", action="store_true", help="mine again the pairs that ended in an error")
     p.add_argument("--report", metavar="FILE",
                    help="write the mining report (every pair recorded so far) as Markdown to FILE")
+    p.add_argument("--keep-records", action="store_true",
+                   help="copy the pair outcomes recorded under $FROG_GYM_HOME/mine for registered repositories "
+                        "into the registry's committed records (registry/mine/), which mining keeps up to date")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,6 +44,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"frog-gym mine: {e}", file=sys.stderr)
             return 2
     names = [n for n in repo_names() if load_repo(n).source.kind == "pypi"] if args.all else args.repos
+    if args.keep_records:
+        fam = "mirror" if args.mirror else "live"
+        print(f"{mine.keep_local_records(fam)} {fam} pair outcome(s) added to {mine.records_path('x', fam).parent}")
+        if not names and not args.report:
+            return 0
     if not names and not args.report:
         print("frog-gym mine: name repositories or pass --all (see `frog-gym registry list`)", file=sys.stderr)
         return 2
@@ -70,9 +78,9 @@ def run(args: argparse.Namespace) -> int:
         counts = {f.name.split(".")[0]: sum(1 for line in f.read_text().splitlines() if line.strip()) for f in files}
         Path(args.report).write_text(
             f"# FrogLive mining report ({fam} tasks)\n\nWritten by `frog-gym mine --report` from every release "
-            f"pair recorded under `$FROG_GYM_HOME/mine`. The task files hold {sum(counts.values())} {fam} tasks "
-            f"from {len(counts)} repositories (a pair interrupted after writing a task is not in the table).\n\n"
-            f"{text}", encoding="utf-8")
+            f"pair recorded in `registry/mine/` (and under `$FROG_GYM_HOME/mine`). The task files hold "
+            f"{sum(counts.values())} {fam} tasks from {len(counts)} repositories (a pair interrupted after writing a "
+            f"task is not in the table).\n\n{text}{mine.unrecorded_note(counts, results)}", encoding="utf-8")
         print(f"report written to {args.report}")
     else:
         print(text)

@@ -187,6 +187,32 @@ def test_a_release_is_fetched_pinned_by_the_index_sha256(index, tmp_path, monkey
         mine.fetch_release(spec, bad)
 
 
+def test_pair_outcomes_are_kept_beside_the_tasks_and_a_kept_pair_is_not_mined_again(index, tmp_path, monkeypatch):
+    """Which release pairs were mined, and what each gave, is part of the registry (``registry/mine/``): a fresh
+    machine reads it back and does not mine a kept pair again."""
+    from frog_gym.catalog.spec import load_repo
+
+    monkeypatch.setenv("FROG_GYM_HOME", str(tmp_path / "home"))
+    pin = load_repo("semver").source.version
+    _Index.listing = {"files": [_file(f"semver-{v}.tar.gz", v.encode(), f"2030-01-0{i + 1}T00:00:00Z")
+                                for i, v in enumerate([pin, "90.0.0", "90.0.1"])]}
+    monkeypatch.setenv("PIP_INDEX_URL", f"{index}/simple")
+    tasks = tmp_path / "tasks"
+    later = mine.PairResult("semver", "90.0.0", "90.0.1", "skipped", "no new or changed test fails", 0, [], 3.0, 2)
+    first = mine.PairResult("semver", pin, "90.0.0", "kept", "", 2, ["semver__live-90.0.0-1"], 40.0, 9)
+    for r in (later, first, dataclasses.replace(later, seconds=4.0)):  # a pair kept again replaces its outcome
+        mine.keep_record(r, "live", tasks)
+    rows = [json.loads(line) for line in mine.records_path("semver", "live", tasks).read_text().splitlines()]
+    assert [(r["old"], r["new"], r["seconds"]) for r in rows] == [(pin, "90.0.0", 40.0), ("90.0.0", "90.0.1", 4.0)]
+    got = mine.mine(["semver"], tasks_dir=tasks, log=lambda s: None)
+    assert got == [dataclasses.replace(later, seconds=4.0), first]  # newest first, both read back, none mined
+    assert not (tmp_path / "home" / "mine" / "semver").exists()
+    mine.keep_record(dataclasses.replace(first, old="90.0.1", new="90.0.2"), "mirror", tasks)
+    assert mine.recorded("semver", "mirror", tasks).keys() == {("90.0.1", "90.0.2")}
+    assert mine.unrecorded_note({"semver": 3, "six": 0}, got) == ""
+    assert "semver (3)" in mine.unrecorded_note({"semver": 3}, [])
+
+
 def test_pairs_are_newest_first_and_since_filters_by_release_date():
     from frog_gym.catalog.spec import load_repo
 
