@@ -27,6 +27,8 @@ Session 11, the oracle replayed in a warm fork server per repository (``--rounds
 running beside): cold 3,195 and 3,147, warm 4,304 and 5,497 episodes per CPU-hour: **1.52x** over the two rounds
 (per wall-hour 1.59x; target 2x: not met). Each run is a fresh process, so each pays ten grading-server and ten
 oracle-server starts for five grades a repository; the two warm rounds differ by a quarter between themselves.
+Session 12, with the vault's per-test walk cheaper (``--rounds 2``, load 2.3-3.8, two FrogLive miners beside): cold
+3,908 and 3,388, warm 6,178 and 6,226: **1.71x** (per wall-hour 1.41x; target 2x: not met).
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --side warm --suite FILE   # one side, as the rotation runs it
