@@ -358,10 +358,11 @@ def test_a_heading_s_link_target_does_not_name_its_section():
     ``2.15.1...HEAD``): each version's section is the one its heading's own text names."""
     text = ("Changelog\n=========\n\n"
             "`Unreleased <https://github.com/o/r/compare/2.15.1...HEAD>`__\n---------------\n\n"
-            "`v2.15.1 <https://github.com/o/r/compare/2.15.0...2.15.1>`__\n---------------\n\nFixed\n~~~~~\n\n"
-            "- Accept trailing padding (`#1209 <https://github.com/o/r/issues/1209>`__).\n\n"
-            "`v2.15.0 <https://github.com/o/r/compare/2.14.0...2.15.0>`__\n---------------\n\n- Wrap errors.\n\n"
-            "## [1.1](https://github.com/o/r/compare/1.0...1.1)\n- Fix b.\n\n## [1.0](https://github.com/o/r/releases/1.0)\n- Add a.\n")
+            "`v2.15.1 <https://github.com/o/r/compare/2.15.0...2.15.1>`__\n---------------\n\n"
+            "Fixed\n~~~~~\n\n- Accept trailing padding (`#1209 <https://github.com/o/r/issues/1209>`__).\n\n"
+            "`v2.15.0 <https://github.com/o/r/compare/2.14.0...2.15.0>`__\n---------------\n\n"
+            "- Wrap errors.\n\n## [1.1](https://github.com/o/r/compare/1.0...1.1)\n- Fix b.\n\n"
+            "## [1.0](https://github.com/o/r/releases/1.0)\n- Add a.\n")
     assert mine.changelog_entries(mine.changelog_section(text, "2.15.1")) == [
         "Accept trailing padding (`#1209 <https://github.com/o/r/issues/1209>`__)."]
     assert mine.changelog_section(text, "2.15.0") == "- Wrap errors."
