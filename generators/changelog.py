@@ -65,6 +65,8 @@ def _version_re(version: str) -> re.Pattern[str]:
 
 
 _ANY_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(\.\d+)*(?![\w])")
+_LINK_TARGET = re.compile(r"<[a-z][\w+.-]*://[^>]*>|(?<=\])\([a-z][\w+.-]*://[^)]*\)")
+"""The target of an RST (```text <URL>`__``) or Markdown (``[text](URL)``) link."""
 
 
 def _is_heading(lines: list[str], i: int) -> bool:
@@ -89,8 +91,11 @@ def changelog_section(text: str, version: str) -> str:
     '* Fix a.\\n* Fix b.'
     """
     lines = text.splitlines()
+    # a heading's link target names other versions too (PyJWT: ``v2.15.1 <.../compare/2.15.0...2.15.1>`__``
+    # under ``Unreleased <.../compare/2.15.1...HEAD>`__``): only the heading's own text says which it is
+    seen = [_LINK_TARGET.sub("", line) for line in lines]
     want = _version_re(version)
-    start = next((i for i, line in enumerate(lines) if want.search(line) and _is_heading(lines, i)), None)
+    start = next((i for i, line in enumerate(seen) if want.search(line) and _is_heading(lines, i)), None)
     if start is None:
         return ""
     body = start + 1
@@ -98,7 +103,7 @@ def changelog_section(text: str, version: str) -> str:
         body += 1
     end = len(lines)
     for i in range(body, len(lines)):
-        if _ANY_VERSION.search(lines[i]) and _is_heading(lines, i) and not _BULLET.match(lines[i]):
+        if _ANY_VERSION.search(seen[i]) and _is_heading(lines, i) and not _BULLET.match(lines[i]):
             end = i
             break
     return textwrap.dedent("\n".join(lines[body:end])).strip()

@@ -265,6 +265,10 @@ def declared_test_requires(tree: Path, package: str = "") -> tuple[list[str], li
     >>> _ = (d / "setup.cfg").write_text("[options.extras_require]\\ntest =\\n    pytest>=7\\n    tornado>=6.0\\n")
     >>> declared_test_requires(d)
     (['tornado>=6.0'], ['setup.cfg [options.extras_require] test'])
+    >>> _ = (d / "setup.cfg").write_text("[options.extras_require]\\ntesting =\\n    pytest-black; \\\\\\n"
+    ...                                  "    python_implementation != 'PyPy'\\n    pygments\\n")
+    >>> declared_test_requires(d)[0]
+    ["pytest-black; python_implementation != 'PyPy'", 'pygments']
     """
     import ast
     import configparser
@@ -305,7 +309,9 @@ def declared_test_requires(tree: Path, package: str = "") -> tuple[list[str], li
         except configparser.Error:
             extras = {}
         for extra in TEST_EXTRAS:
-            reqs = [ln.strip() for ln in extras.get(extra, "").splitlines() if ln.strip()]
+            # a requirement goes on over a backslash (inflect: ``pytest-black >= 0.3.7; \`` then its marker)
+            text = re.sub(r"\s*\\[ \t]*\n\s*", " ", extras.get(extra, ""))
+            reqs = [ln.strip() for ln in text.splitlines() if ln.strip()]
             if reqs:
                 found.append((f"setup.cfg [options.extras_require] {extra}", reqs))
     if not found and (tree / "setup.py").is_file():

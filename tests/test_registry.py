@@ -404,3 +404,13 @@ def test_show_reports_skipped_tests(capsys):
     skipped = m["tests"] - m["passing"] - len(m["flaky"]) - len(m["failing"])
     assert (f"# measured: {m['tests']} tests: {m['passing']} passing, {skipped} skipped or never passing, "
             f"{len(m['flaky'])} flaky, {len(m['failing'])} always failing") in capsys.readouterr().out
+
+
+def test_a_declared_setup_cfg_requirement_goes_on_over_a_backslash(tmp_path):
+    """inflect 6's setup.cfg writes ``pytest-black >= 0.3.7; \\`` and its marker on the next line: one
+    requirement, not a broken one and a marker pip reads as a project name."""
+    (tmp_path / "setup.cfg").write_text("[options.extras_require]\ntesting =\n    pytest-black >= 0.3.7; \\\n"
+                                        "    python_implementation != \"PyPy\"\n    pygments\n")
+    assert onboarding.declared_test_requires(tmp_path) == (
+        ['pytest-black >= 0.3.7; python_implementation != "PyPy"', "pygments"],
+        ["setup.cfg [options.extras_require] testing"])

@@ -377,3 +377,19 @@ def test_a_test_file_the_spec_names_is_a_target_whatever_its_name():
     assert list(spec.tests.paths) == ["voluptuous/tests/tests.py"]
     assert mine._test_targets(spec, ["voluptuous/other/tests.py", "voluptuous/tests/tests.py"], files) == [
         "voluptuous/tests/tests.py"]
+
+
+def test_a_heading_s_link_target_does_not_name_its_section():
+    """PyJWT's headings link to a compare view naming the previous version too (``Unreleased`` links to
+    ``2.15.1...HEAD``): each version's section is the one its heading's own text names."""
+    text = ("Changelog\n=========\n\n"
+            "`Unreleased <https://github.com/o/r/compare/2.15.1...HEAD>`__\n---------------\n\n"
+            "`v2.15.1 <https://github.com/o/r/compare/2.15.0...2.15.1>`__\n---------------\n\n"
+            "Fixed\n~~~~~\n\n- Accept trailing padding (`#1209 <https://github.com/o/r/issues/1209>`__).\n\n"
+            "`v2.15.0 <https://github.com/o/r/compare/2.14.0...2.15.0>`__\n---------------\n\n"
+            "- Wrap errors.\n\n## [1.1](https://github.com/o/r/compare/1.0...1.1)\n- Fix b.\n\n"
+            "## [1.0](https://github.com/o/r/releases/1.0)\n- Add a.\n")
+    assert mine.changelog_entries(mine.changelog_section(text, "2.15.1")) == [
+        "Accept trailing padding (`#1209 <https://github.com/o/r/issues/1209>`__)."]
+    assert mine.changelog_section(text, "2.15.0") == "- Wrap errors."
+    assert mine.changelog_section(text, "1.0") == "- Add a."
