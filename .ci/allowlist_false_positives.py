@@ -72,9 +72,6 @@ REASONS = {
                               "the file imported only lazily), templates formatted from data, getattr by a column "
                               "name, sys.argv for a command line; allowed as graded, each refused where the release "
                               "does not do it",
-    "h11__live-0.9.0-2": "the fix builds a request-target regex from the module's other patterns with "
-                         "str.format(**globals()), as every pattern of h11/_abnf.py is built; allowed as graded (the "
-                         "release's module does it there), refused elsewhere",
 }
 """Why each fix the check flags raw is allowed or not (the list in docs/allowlist-false-positives.md)."""
 
