@@ -1,0 +1,66 @@
+"""CPU time of the host's static check of an episode's edits (``frog_gym.grading.integrity.scan``), on the
+harness's mixed suite: what a grade pays on the host before any test runs.
+
+For each task of ``benchmarks/harness.py``'s suite, every file the gold fix touches is checked as a grade checks it:
+the file as the agent found it (the buggy file), the repository's pristine file, and the agent's final file (the
+gold fix plus a unique comment, as the harness's agent writes it). Two passes are timed:
+
+* **first visit**: nothing analysed before, as when each task is seen once (the harness's one pass): three
+  analyses per file;
+* **revisit**: the same tasks with another unique comment, as a training pool revisits them: the buggy and
+  pristine files' analyses are cached, so only the final file is analysed.
+
+Measured (2026-12-04, 50 tasks of 10 repositories, 64 files, FrogLive miners beside): first visit 3.0-3.2 s of CPU,
+revisit 0.6-0.7 s, against 29 s for the whole warm side of one harness pass (``benchmarks/harness.py --rounds 2``:
+29.1 and 28.9 s).
+
+    python benchmarks/static_check_cost.py [--tasks 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import mixed_tasks  # noqa: E402
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tasks", type=int, default=50, help="tasks of the harness's mixed suite")
+    args = p.parse_args()
+
+    from frog_gym.agents.oracle import hunks
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.catalog.spec import load_repo
+    from frog_gym.catalog.task import load_task
+    from frog_gym.grading import integrity
+
+    files = []  # (path, as the agent found it, pristine)
+    for tid in mixed_tasks(args.tasks):
+        task = load_task(tid)
+        tree = prepare(load_repo(task.repo)).tree
+        for path, old, new in hunks(task.patch):
+            pristine = (tree / path).read_bytes()
+            buggy = pristine.decode("utf-8").replace(new, old, 1).encode("utf-8")
+            files.append((path, buggy, pristine))
+
+    def one_pass() -> float:
+        mark = f"\n# {uuid.uuid4().hex}\n".encode()
+        start = time.process_time()
+        for path, buggy, pristine in files:
+            integrity.scan([(path, buggy, pristine + mark, pristine)])
+        return time.process_time() - start
+
+    first, again = one_pass(), one_pass()
+    print(f"{args.tasks} tasks, {len(files)} files: static check CPU, first visit {first:.2f} s "
+          f"({1000 * first / len(files):.0f} ms a file), revisit {again:.2f} s ({1000 * again / len(files):.0f} ms a file)")
+
+
+if __name__ == "__main__":
+    main()
