@@ -164,26 +164,30 @@ def recorded(repo: str, family: str = "live", tasks_dir: Path | None = None) -> 
     return out
 
 
-def keep_record(r: PairResult, family: str = "live", tasks_dir: Path | None = None) -> None:
-    """Add (or replace) one pair outcome in its repository's committed record, in release order."""
-    have = recorded(r.repo, family, tasks_dir)
-    have[(r.old, r.new)] = r
-    path = records_path(r.repo, family, tasks_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = sorted(have.values(), key=lambda x: (Version(x.new), Version(x.old)))
-    path.write_text("".join(json.dumps(dataclasses.asdict(x), sort_keys=True) + "\n" for x in rows),
-                    encoding="utf-8")
+def keep_records(results: list[PairResult], family: str = "live", tasks_dir: Path | None = None) -> None:
+    """Add (or replace) pair outcomes in their repositories' committed records, each file written once, in
+    release order."""
+    by_repo: dict[str, list[PairResult]] = {}
+    for r in results:
+        by_repo.setdefault(r.repo, []).append(r)
+    for repo, rs in by_repo.items():
+        have = recorded(repo, family, tasks_dir)
+        have.update({(r.old, r.new): r for r in rs})
+        path = records_path(repo, family, tasks_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = sorted(have.values(), key=lambda x: (Version(x.new), Version(x.old)))
+        path.write_text("".join(json.dumps(dataclasses.asdict(x), sort_keys=True) + "\n" for x in rows),
+                        encoding="utf-8")
 
 
 def keep_local_records(family: str = "live") -> int:
     """Copy the pair outcomes recorded under ``$FROG_GYM_HOME/mine`` for registered repositories into the
     committed records (a machine's mining, made part of the registry); returns how many were new or changed."""
-    n = 0
-    for r in _local_results(family):
-        if (repos_dir() / f"{r.repo}.toml").exists() and recorded(r.repo, family).get((r.old, r.new)) != r:
-            keep_record(r, family)
-            n += 1
-    return n
+    kept: dict[str, dict[tuple[str, str], PairResult]] = {}
+    new = [r for r in _local_results(family) if (repos_dir() / f"{r.repo}.toml").exists()
+           and kept.setdefault(r.repo, recorded(r.repo, family)).get((r.old, r.new)) != r]
+    keep_records(new, family)
+    return len(new)
 
 
 def live_path(repo: str, tasks_dir: Path | None = None, family: str = "live") -> Path:
@@ -677,7 +681,7 @@ def mine(repos: list[str], *, since: str | None = None, max_pairs: int | None = 
             r = mine_pair(spec, a, b, tasks_dir=tasks_dir, runs=runs, family=family, log=log)
             sp.parent.mkdir(parents=True, exist_ok=True)
             sp.write_text(json.dumps(dataclasses.asdict(r)))
-            keep_record(r, family, tasks_dir)
+            keep_records([r], family, tasks_dir)
             log(f"{name} {a.version} -> {b.version}: {r.outcome}"
                 f"{': ' + r.reason if r.reason else ''} ({r.candidates} candidates, {len(r.kept)} kept, "
                 f"{r.test_runs} test runs, {r.seconds:.0f} s)")
@@ -742,7 +746,7 @@ def _local_results(family: str = "live") -> list[PairResult]:
 
 
 __all__ = ["Release", "Hunk", "PairResult", "list_releases", "fetch_release", "mine", "mine_pair", "minimize",
-           "records_path", "recorded", "keep_record", "keep_local_records", "unrecorded_note",
+           "records_path", "recorded", "keep_records", "keep_local_records", "unrecorded_note",
            "report", "hunks_of", "apply_hunks", "changelog_section", "changelog_entries", "clean_entry",
            "fix_names", "issue_refs", "match_changelog", "test_name_words", "reverse_onto", "mirror_task", "MIRROR_MARK"]
 

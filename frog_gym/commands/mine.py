@@ -79,8 +79,9 @@ def run(args: argparse.Namespace) -> int:
         Path(args.report).write_text(
             f"# FrogLive mining report ({fam} tasks)\n\nWritten by `frog-gym mine --report` from every release "
             f"pair recorded in `registry/mine/` (and under `$FROG_GYM_HOME/mine`). The task files hold "
-            f"{sum(counts.values())} {fam} tasks from {sum(1 for n in counts.values() if n)} repositories (a pair interrupted after writing a "
-            f"task is not in the table).\n\n{text}{mine.unrecorded_note(counts, results)}", encoding="utf-8")
+            f"{sum(counts.values())} {fam} tasks from {sum(1 for n in counts.values() if n)} repositories (a pair "
+            f"interrupted after writing a task is not in the table).\n\n{text}{mine.unrecorded_note(counts, results)}",
+            encoding="utf-8")
         print(f"report written to {args.report}")
     else:
         print(text)

@@ -200,14 +200,14 @@ def test_pair_outcomes_are_kept_beside_the_tasks_and_a_kept_pair_is_not_mined_ag
     tasks = tmp_path / "tasks"
     later = mine.PairResult("semver", "90.0.0", "90.0.1", "skipped", "no new or changed test fails", 0, [], 3.0, 2)
     first = mine.PairResult("semver", pin, "90.0.0", "kept", "", 2, ["semver__live-90.0.0-1"], 40.0, 9)
-    for r in (later, first, dataclasses.replace(later, seconds=4.0)):  # a pair kept again replaces its outcome
-        mine.keep_record(r, "live", tasks)
+    mine.keep_records([later, first], "live", tasks)
+    mine.keep_records([dataclasses.replace(later, seconds=4.0)], "live", tasks)  # kept again: replaces its outcome
     rows = [json.loads(line) for line in mine.records_path("semver", "live", tasks).read_text().splitlines()]
     assert [(r["old"], r["new"], r["seconds"]) for r in rows] == [(pin, "90.0.0", 40.0), ("90.0.0", "90.0.1", 4.0)]
     got = mine.mine(["semver"], tasks_dir=tasks, log=lambda s: None)
     assert got == [dataclasses.replace(later, seconds=4.0), first]  # newest first, both read back, none mined
     assert not (tmp_path / "home" / "mine" / "semver").exists()
-    mine.keep_record(dataclasses.replace(first, old="90.0.1", new="90.0.2"), "mirror", tasks)
+    mine.keep_records([dataclasses.replace(first, old="90.0.1", new="90.0.2")], "mirror", tasks)
     assert mine.recorded("semver", "mirror", tasks).keys() == {("90.0.1", "90.0.2")}
     assert mine.unrecorded_note({"semver": 3, "six": 0}, got) == ""
     assert "semver (3)" in mine.unrecorded_note({"semver": 3}, [])
