@@ -18,6 +18,13 @@ average is printed at the start and the end. Run:
 
     python benchmarks/env_latency.py [--task ID ...] [--n 3] [--resets 20]
     python benchmarks/env_latency.py --skip-resets --set heavy --n 2 --no-cold   # issue 25's heavy-test set
+    python benchmarks/env_latency.py --skip-resets --set heavy --n 2 --no-cold --fix edited
+
+The grade runs the PASS_TO_PASS tests the fix can reach (:mod:`frog_gym.grading.impact`; the repository's coverage
+map is built first, untimed); the bare side runs every selected test. With ``--fix gold`` the graded tree is the
+snapshot's, so only FAIL_TO_PASS runs: a correct fix in the gold's words. ``--fix edited`` adds a line at the top
+of each fixed function: those functions and every one below them in their file count as changed. Set
+``FROG_GYM_IMPACT=0`` to grade every test as before.
 
 Measured (2026-12-03, 2 shared cores). Session 4, before the grading server's code caches and selected-only
 collection (load 10-20, ``--n 1``, 12 tasks): warm grade / cold bare pytest wall 0.51x, CPU 0.69x; / pytest's
@@ -103,6 +110,37 @@ def gold_changes(repo, task, template) -> list[Change]:
             for rel in sorted(patch_files(task.patch)) if (template.root / rel).exists()]
 
 
+def edited_changes(changes: list[Change], template) -> list[Change]:
+    """The gold fix as an agent might write it: a ``pass`` line put first in each function the fix changes, so
+    its text (and every line below it) differs from the gold's. Test-impact selection then runs every test
+    that executes such a function or one below it in that file, as it would for that agent's fix."""
+    import ast
+    import difflib
+
+    out = []
+    for c in changes:
+        new = c.new or b""
+        old_lines, new_lines = (template.root / c.path).read_text().splitlines(True), new.decode().splitlines(True)
+        firsts = [j1 + 1 for tag, _, _, j1, _ in difflib.SequenceMatcher(None, old_lines, new_lines).get_opcodes()
+                  if tag != "equal"]
+        if not c.path.endswith(".py") or not firsts:
+            out.append(c)
+            continue
+        tree = ast.parse(new)
+        starts = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = node.body[1:] if (isinstance(node.body[0], ast.Expr) and isinstance(
+                    getattr(node.body[0], "value", None), ast.Constant) and len(node.body) > 1) else node.body
+                if any(node.lineno <= n <= (node.end_lineno or node.lineno) for n in firsts):
+                    starts.add((body[0].lineno, body[0].col_offset))
+        # the innermost function of each change: the last start before it
+        for line, col in sorted(starts, reverse=True):
+            new_lines.insert(line - 1, " " * col + "pass  # edited: not the gold's text\n")
+        out.append(Change(c.path, c.old, "".join(new_lines).encode()))
+    return out
+
+
 def _rotated(sides: tuple[str, ...], k: int) -> tuple[str, ...]:
     k %= len(sides)
     return sides[k:] + sides[:k]
@@ -132,9 +170,14 @@ def bare_in_sandbox(repo, tree: Path, cmd: list[str]) -> str:
         sb.close()
 
 
-def grading(task_ids: list[str], n: int, meter: CpuMeter, sides: tuple[str, ...] = ("bare", "warm", "cold")) -> None:
-    print("\n## grading (gold fix, cache off): warm grade vs cold bare pytest of the same ids, paired\n")
-    print("| task | tests | bare pytest wall / CPU | pytest reports | warm grade wall / CPU | cold grade wall / CPU "
+def grading(task_ids: list[str], n: int, meter: CpuMeter, sides: tuple[str, ...] = ("bare", "warm", "cold"),
+            fix: str = "gold") -> None:
+    from frog_gym.generators import coverage_map
+    from frog_gym.grading import impact
+
+    print(f"\n## grading ({fix} fix, cache off, test-impact selection {'on' if impact.enabled() else 'off'}): "
+          "warm grade vs cold bare pytest of the same ids, paired\n")
+    print("| task | tests (run by the grade) | bare pytest wall / CPU | pytest reports | warm grade wall / CPU | cold grade wall / CPU "
           "| warm/bare wall | warm/bare CPU | warm/reported |")
     print("|---|---|---|---|---|---|---|---|---|")
     ratios: dict[str, list[float]] = {"wall": [], "cpu": [], "reported": [], "cold_wall": [], "cold_cpu": []}
@@ -145,6 +188,10 @@ def grading(task_ids: list[str], n: int, meter: CpuMeter, sides: tuple[str, ...]
         repo = prepare(load_repo(task.repo))
         template = template_for(repo, task.bug_patch, tid)
         changes = gold_changes(repo, task, template)
+        if fix == "edited":
+            changes = edited_changes(changes, template)
+        if impact.enabled():
+            coverage_map.build(repo)  # measured once per venv, not timed (a training pool has it)
         scratch = Workspace(paths.home() / "work" / f"bench-grade-{os.getpid()}")
         bare_tree = Workspace(paths.home() / "work" / f"bench-bare-{os.getpid()}")
         bare_tree.sync(template)
@@ -191,7 +238,8 @@ def grading(task_ids: list[str], n: int, meter: CpuMeter, sides: tuple[str, ...]
         cold = med.get("cold", (float("nan"), float("nan")))
         ratios["cold_wall"].append(cold[0] / med["bare"][0])
         ratios["cold_cpu"].append(cold[1] / med["bare"][1])
-        print(f"| {tid}{' (bare sandboxed)' if sandboxed else ''} | {len(task.selected_tests)} | {med['bare'][0]:.2f} s / {med['bare'][1]:.2f} s | {rep_s:.2f} s "
+        print(f"| {tid}{' (bare sandboxed)' if sandboxed else ''} | {len(task.selected_tests)} "
+              f"({len(task.selected_tests) - len(rep.inferred)}) | {med['bare'][0]:.2f} s / {med['bare'][1]:.2f} s | {rep_s:.2f} s "
               f"| {med['warm'][0]:.2f} s / {med['warm'][1]:.2f} s | {cold[0]:.2f} s / {cold[1]:.2f} s "
               f"| {ratios['wall'][-1]:.2f}x | {ratios['cpu'][-1]:.2f}x | {ratios['reported'][-1]:.2f}x |", flush=True)
         worst.append((ratios["wall"][-1], tid))
@@ -350,6 +398,9 @@ def main() -> None:
     ap.add_argument("--heavy", type=int, default=20, help="with --set heavy: how many of the heaviest tasks")
     ap.add_argument("--random", type=int, default=20, help="with --set heavy: how many random tasks")
     ap.add_argument("--no-cold", action="store_true", help="leave out the cold grade (a reference, not a target)")
+    ap.add_argument("--fix", choices=("gold", "edited"), default="gold",
+                    help="the graded fix: the gold patch's text, or the gold with a line added at the top of each "
+                    "function it changes (a correct fix in other words; test-impact selection runs more)")
     args = ap.parse_args()
     meter = CpuMeter()
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; CPU time: {meter.kind}")
@@ -357,7 +408,7 @@ def main() -> None:
         resets("inflection__swapped_call_args-e597d9c8", "attrs__comparison_flip-b631b0b7", args.resets)
     if not args.skip_grading:
         ids = args.task or (heavy_set(args.heavy, args.random) if args.set == "heavy" else pick(TASKS))
-        grading(ids, args.n, meter, ("bare", "warm") if args.no_cold else ("bare", "warm", "cold"))
+        grading(ids, args.n, meter, ("bare", "warm") if args.no_cold else ("bare", "warm", "cold"), args.fix)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
     meter.close()
 

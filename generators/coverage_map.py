@@ -3,8 +3,11 @@
 Once per repository venv, the whole suite runs once in the sandbox under coverage.py, each test in its
 own dynamic context named by its pytest node id (plugin ``frog_gym/_plugin/frog_coverage.py``; coverage
 is bound read-only into the sandbox and put on ``PYTHONPATH``, so the repository's venv stays as it is).
-Only the spec's mutable paths are measured. The result, ``(file, line) -> sorted test ids``, is cached as
-JSON under ``$FROG_GYM_HOME/coverage/`` by venv key.
+Only the spec's mutable paths are measured. The result, ``(file, line) -> sorted test ids``, with the files
+measured and which tests opened which of them while they ran (``readers``), is cached as JSON under
+``$FROG_GYM_HOME/coverage/`` by venv key (:class:`frog_gym.grading.impact.CoverageMap`; grading reads it to
+run only the tests a change can reach, :mod:`frog_gym.grading.impact`). A map of an older
+:data:`~frog_gym.grading.impact.MAP_VERSION` is measured again.
 
 The same run warms the *generation tree*, a private copy of the snapshot whose modules are precompiled
 with hash-checked invalidation (an edited file always recompiles, whatever its timestamp) and whose test
@@ -28,54 +31,18 @@ import os
 import py_compile
 import shutil
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import coverage
 
 from frog_gym import paths
-from frog_gym.grading.runner import TestStatus, run_tests
+from frog_gym.grading.impact import MAP_VERSION, CoverageMap, map_path
+from frog_gym.grading.runner import run_tests
 from frog_gym.sandbox.base import Limits
 from frog_gym.catalog.snapshot import TESTBED, PreparedRepo, venv_key
 from frog_gym.sandbox.workspace import Template, _manifest
 
 _DONE = ".frog-complete"
-
-
-@dataclass(frozen=True)
-class CoverageMap:
-    """Tests of one suite run and the lines each executed (as indices into ``tests``)."""
-
-    tests: tuple[str, ...]
-    statuses: dict[str, str]
-    lines: dict[str, dict[int, tuple[int, ...]]]
-    seconds: float = 0.0
-
-    def covering(self, path: str, lines: Iterable[int]) -> list[str]:
-        """Sorted ids of the tests that execute any of ``lines`` of ``path``."""
-        by_line = self.lines.get(path, {})
-        found = {i for n in lines for i in by_line.get(n, ())}
-        return sorted(self.tests[i] for i in found)
-
-    def covered_lines(self, path: str) -> set[int]:
-        """Lines of ``path`` that at least one test executes."""
-        return set(self.lines.get(path, {}))
-
-    def passing(self) -> set[str]:
-        return {t for t, s in self.statuses.items() if TestStatus(s).ok}
-
-    def to_json(self) -> str:
-        return json.dumps({"tests": list(self.tests), "statuses": self.statuses, "seconds": self.seconds,
-                           "lines": {f: {str(n): list(ix) for n, ix in sorted(ls.items())}
-                                     for f, ls in sorted(self.lines.items())}})
-
-    @classmethod
-    def from_json(cls, text: str) -> CoverageMap:
-        d = json.loads(text)
-        return cls(tuple(d["tests"]), d["statuses"],
-                   {f: {int(n): tuple(ix) for n, ix in ls.items()} for f, ls in d["lines"].items()},
-                   d.get("seconds", 0.0))
 
 
 def mutable_files(repo: PreparedRepo, tree: Path | None = None) -> list[str]:
@@ -113,6 +80,23 @@ def _coverage_binds() -> tuple[tuple[Path, str, bool], ...]:
     return ((Path(coverage.__file__).parent, "/frog/cov/coverage", False),)
 
 
+def _read_readers(path: Path, tests: tuple[str, ...], files: list[str]) -> dict[str, tuple[int, ...]]:
+    """The plugin's record of files opened during tests (absolute path -> node ids, ``*`` for a read before the
+    first test that every test may depend on), as file -> test indices."""
+    if not path.exists():
+        raise RuntimeError(f"the coverage run wrote no record of the files its tests read ({path.name})")
+    index = {t: i for i, t in enumerate(tests)}
+    wanted = set(files)
+    out: dict[str, tuple[int, ...]] = {}
+    for measured, ids in json.loads(path.read_text()).items():
+        rel = measured[len(TESTBED) + 1:] if measured.startswith(TESTBED + "/") else None
+        if rel in wanted:
+            ix = list(range(len(tests))) if "*" in ids else sorted({index[t] for t in ids if t in index})
+            if ix:
+                out[rel] = tuple(ix)
+    return out
+
+
 def _read_data(data_file: Path, tests: tuple[str, ...], files: list[str]) -> dict[str, dict[int, tuple[int, ...]]]:
     index = {t: i for i, t in enumerate(tests)}
     data = coverage.CoverageData(basename=str(data_file))
@@ -142,15 +126,22 @@ def build(repo: PreparedRepo, *, timeout: float | None = None, refresh: bool = F
     baseline that :func:`frog_gym.generators.validate.baseline` reads (one suite run per repository, not two).
     """
     d = gen_dir(repo)
-    cache = paths.home() / "coverage" / f"{repo.spec.name}-{venv_key(repo.spec)}.json"
+    cache = map_path(repo.spec)
     tree, man = d / "tree", d / "tree.manifest.json"
-    if not refresh and cache.exists() and man.exists():
-        return CoverageMap.from_json(cache.read_text()), Template(tree, json.loads(man.read_text()))
+
+    def cached() -> CoverageMap | None:
+        if refresh or not cache.exists() or not man.exists():
+            return None
+        cmap = CoverageMap.from_json(cache.read_text())
+        return cmap if cmap.version >= MAP_VERSION else None
+
+    if (hit := cached()) is not None:
+        return hit, Template(tree, json.loads(man.read_text()))
     from filelock import FileLock
 
     with FileLock(str(d / "build.lock")):
-        if not refresh and cache.exists() and man.exists():
-            return CoverageMap.from_json(cache.read_text()), Template(tree, json.loads(man.read_text()))
+        if (hit := cached()) is not None:
+            return hit, Template(tree, json.loads(man.read_text()))
         shutil.rmtree(tree, ignore_errors=True)
         shutil.copytree(repo.tree, tree, symlinks=True, ignore=shutil.ignore_patterns(_DONE, "__pycache__"))
         _compile_tree(tree)
@@ -171,7 +162,9 @@ def build(repo: PreparedRepo, *, timeout: float | None = None, refresh: bool = F
             raise RuntimeError(f"the coverage run of '{repo.spec.name}' failed: {r.infra_failure or r.note}")
         tests = tuple(sorted(r.statuses))
         statuses = {t: r.statuses[t].value for t in tests}
-        cmap = CoverageMap(tests, statuses, _read_data(out / "coverage.sqlite", tests, files), round(seconds, 1))
+        cmap = CoverageMap(tests, statuses, _read_data(out / "coverage.sqlite", tests, files), round(seconds, 1),
+                           tuple(files), _read_readers(out / "coverage.sqlite.readers.json", tests, files),
+                           MAP_VERSION)
         baseline = paths.home() / "baselines" / f"{repo.spec.name}-{venv_key(repo.spec)}.json"
         if not baseline.exists():
             baseline.parent.mkdir(exist_ok=True)

@@ -1,38 +1,83 @@
-"""pytest plugin used by frog-gym's coverage map: record which lines each test executes.
+"""pytest plugin used by frog-gym's coverage map: record which lines each test executes, and which measured
+files each test opens.
 
 Loaded with ``-p frog_coverage`` next to ``frog_report``, with coverage.py importable from a read-only
 folder on ``PYTHONPATH``. ``$FROG_COVERAGE`` names the data file to write; ``$FROG_COVERAGE_INCLUDE`` (a
-JSON list of file patterns) limits measurement to the code that may be mutated. Each test runs in its
+JSON list of file paths) limits measurement to the code that may be mutated. Each test runs in its
 own dynamic context, named by its pytest node id (setup, call and teardown together), so the data says
 exactly which tests reach a line; lines run while collecting (imports, ``def`` lines) get the empty context.
+
+An audit hook notes every ``open`` of a measured file while a test runs (a source read by ``inspect`` or
+``linecache``, a lazy import): a test that reads a file depends on all of it, executed or not. A file opened
+before the first test by anything but the import system loading it (module-level code reading source text)
+is read on every test's behalf: ``*``. The record, measured path -> node ids, goes to ``$FROG_COVERAGE`` +
+``.readers.json``.
 """
 
 import json
 import os
+import sys
 
 import pytest
 
 _cov = None
+_test = ""
+_started = False
+_include = frozenset()
+_readers = {}
+
+
+def _importing():
+    f = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_name == "get_data" and "importlib" in f.f_code.co_filename:
+            return True
+        f = f.f_back
+    return False
+
+
+def _audit(event, args):
+    if event != "open" or not args or (not _test and _started):
+        return
+    path = args[0]
+    if isinstance(path, int):
+        return
+    try:
+        path = os.fsdecode(os.fspath(path))
+    except TypeError:
+        return
+    path = os.path.normpath(os.path.join(os.getcwd(), path))
+    if path in _include:
+        if _test:
+            _readers.setdefault(path, set()).add(_test)
+        elif not _importing():
+            _readers.setdefault(path, set()).add("*")
 
 
 def pytest_configure(config):
-    global _cov
+    global _cov, _include
     path = os.environ.get("FROG_COVERAGE")
     if not path:
         return
     import coverage
 
     include = json.loads(os.environ.get("FROG_COVERAGE_INCLUDE", "null"))
+    _include = frozenset(include or ())
+    sys.addaudithook(_audit)
     _cov = coverage.Coverage(data_file=path, include=include, config_file=False, branch=False)
     _cov.start()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    global _test, _started
+    _started = True
     if _cov is not None:
         _cov.switch_context(item.nodeid)
+        _test = item.nodeid
     yield
     if _cov is not None:
+        _test = ""
         _cov.switch_context("")
 
 
@@ -42,3 +87,7 @@ def pytest_unconfigure(config):
         _cov.stop()
         _cov.save()
         _cov = None
+        record = os.environ["FROG_COVERAGE"] + ".readers.json"
+        with open(record + ".tmp", "w") as f:
+            json.dump({p: sorted(ids) for p, ids in sorted(_readers.items())}, f)
+        os.replace(record + ".tmp", record)

@@ -68,6 +68,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     v.add_argument("--runs", type=int, default=1, help="runs of each suite (default 1)")
     v.add_argument("--json", action="store_true", help="a JSON list of results")
 
+    c = sub.add_parser("coverage", help="measure which tests reach which code (grading then runs only those)",
+                       description="Run each repository's suite once under coverage in the sandbox and cache the "
+                       "map (per venv, under $FROG_GYM_HOME/coverage). Grading reads it to run only the "
+                       "PASS_TO_PASS tests an agent's change can reach (frog_gym.grading.impact); generation "
+                       "builds it too.")
+    c.add_argument("names", nargs="*", help="registry names (default: every repository with synthetic tasks)")
+    c.add_argument("--refresh", action="store_true", help="measure again even where a map is cached")
+
     sub.add_parser("schema", help="print the documented spec schema")
     p.set_defaults(_parser=p)
 
@@ -204,6 +212,26 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _coverage(args: argparse.Namespace) -> int:
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.catalog.spec import load_spec
+    from frog_gym.generators import coverage_map
+
+    names = args.names or sorted(f for f in _task_counts() if "." not in f)  # task files: REPO.jsonl, REPO.live.jsonl
+    failed = 0
+    for name in names:
+        spec = load_spec(name)
+        try:
+            cmap, _ = coverage_map.build(prepare(spec), refresh=args.refresh)
+        except RuntimeError as e:
+            print(f"{name}: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"{name}: {len(cmap.tests)} tests over {len(cmap.files)} files "
+              f"({cmap.seconds:.0f} s to measure), {sum(len(v) for v in cmap.readers.values())} reads of source files")
+    return 1 if failed else 0
+
+
 def _spec_dict(spec: Any) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
@@ -247,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(schema_doc())
         return 0
-    handlers = {"add": _add, "list": _list, "show": _show, "validate": _validate}
+    handlers = {"add": _add, "list": _list, "show": _show, "validate": _validate, "coverage": _coverage}
     if action not in handlers:
         args._parser.print_help()
         return 2

@@ -29,7 +29,7 @@ from typing import Any
 from frog_gym import paths
 from frog_gym.catalog.snapshot import PreparedRepo, venv_key
 from frog_gym.catalog.task import Task
-from frog_gym.grading import oracle
+from frog_gym.grading import impact, oracle
 from frog_gym.grading.integrity import GRADING_VERSION, Canaries, grading_code_digest, out_of_scope, scan
 from frog_gym.grading.runner import (
     GRADING_PYTEST_ARGS,
@@ -73,6 +73,9 @@ class GradeReport:
     tampering: list[str] = field(default_factory=list)
     log_path: str = ""
     """The raw test log of this grade (see :func:`write_test_log`), under ``$FROG_GYM_HOME/grades``."""
+    inferred: list[str] = field(default_factory=list)
+    """PASS_TO_PASS tests not run because they reach nothing the changes touch (:mod:`frog_gym.grading.impact`);
+    their status in ``tests`` is the one they had on the repository's own tree."""
     oracle: dict[str, Any] | None = None
     """The behavioural oracle's verdict (:class:`frog_gym.grading.oracle.OracleVerdict`: ``calls``, ``matched``,
     ``passed``, ``mismatch``); None where the task has none."""
@@ -166,7 +169,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     oracle_calls = oracle.calls_of(task)
     h = hashlib.sha256(f"v{GRADING_VERSION}-{grading_code_digest()}\0{task.content_hash}\0{venv_key(repo.spec)}"
                        f"\0{backend}\0{hashlib.sha256(task.test_patch.encode()).hexdigest()}"
-                       f"\0{oracle.calls_digest(oracle_calls)}".encode())
+                       f"\0{oracle.calls_digest(oracle_calls)}\0impact={impact.enabled()}".encode())
     for c in sorted(kept, key=lambda c: c.path):
         h.update(f"\0{c.path}\0".encode())
         h.update(hashlib.sha256(c.new).digest() if c.new is not None else b"<deleted>")
@@ -195,23 +198,26 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     # The behavioural oracle replays in a sandbox of its own (the package only), alongside the test run.
     replaying = oracle.start_check(repo, task, template, kept, oracle_calls, backend,
                                    min(timeout, oracle.REPLAY_TIMEOUT))
+    selection = impact.select(repo, task, template, kept)
+    run_ids = selection.run if selection is not None else task.selected_tests
     kept = kept + hidden
     rng = rng or random.Random(secrets.randbits(64))
     target = test_files_of(task.FAIL_TO_PASS)[0]
     names = {t.rsplit("::", 1)[-1] for t in task.selected_tests}
     canaries = Canaries.make(target, rng, names)
-    r = _run_warm(repo, template, kept, task, canaries, timeout) if warm and backend == "local" else None
+    r = _run_warm(repo, template, kept, task, run_ids, canaries, timeout) if warm and backend == "local" else None
     if r is None:
         scratch.sync(template)
         write_changes(scratch.path, kept)
         append_file(scratch.path, target, canaries.source.encode())
-        r = run_tests(repo, scratch.path, task.selected_tests, timeout, backend=backend, canaries=canaries,
+        r = run_tests(repo, scratch.path, run_ids, timeout, backend=backend, canaries=canaries,
                       authenticate=True, protect=repo.spec.tests.paths, args=GRADING_PYTEST_ARGS,
                       guard=guard_for(repo, task, canaries, template, kept))
     verdict = replaying.result() if replaying is not None else None
     if verdict is not None and not verdict.passed:
         r.note = "; ".join(filter(None, [r.note, f"the behavioural oracle disagrees: {verdict.mismatch}"]))
-    log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, r)
+    log_path = write_test_log(cache.with_suffix(".log"), run_ids, r,
+                              inferred=tuple(selection.inferred) if selection is not None else ())
     if r.infra_failure:
         return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,
                            tests_discarded, r.infra_failure, r.note, discarded=discarded, log_path=log_path)
@@ -221,21 +227,25 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
                              log_path=log_path)
         _store(cache, report)
         return report
-    resolved, f2p, p2p = judge(task, r.statuses)
+    statuses = dict(r.statuses)
+    if selection is not None:
+        statuses.update({t: TestStatus(s) for t, s in selection.inferred.items()})
+    resolved, f2p, p2p = judge(task, statuses)
     if verdict is not None and not verdict.passed and resolved is ResolvedStatus.FULL:
         # The tests passed in a process that ran the agent's code; the oracle's replay, compared on the host,
         # says the code does not behave as the gold fix does: not resolved (r.note says why). A partial fix stays
         # partial (the oracle is expected to disagree with it; it is not resolved either way).
         resolved = ResolvedStatus.NO
-    report = GradeReport(resolved, {t: s.value for t, s in r.statuses.items()}, f2p, p2p, r.exit_code,
+    report = GradeReport(resolved, {t: s.value for t, s in statuses.items()}, f2p, p2p, r.exit_code,
                          time.monotonic() - start, tests_discarded, None, r.note, discarded=discarded,
-                         log_path=log_path, oracle=verdict.to_dict() if verdict is not None else None)
+                         log_path=log_path, oracle=verdict.to_dict() if verdict is not None else None,
+                         inferred=sorted(selection.inferred) if selection is not None else [])
     _store(cache, report)
     return report
 
 
-def _run_warm(repo: PreparedRepo, template: Template, kept: list[Change], task: Task, canaries: Canaries,
-              timeout: float) -> RunResult | None:
+def _run_warm(repo: PreparedRepo, template: Template, kept: list[Change], task: Task, ids: tuple[str, ...],
+              canaries: Canaries, timeout: float) -> RunResult | None:
     """The test run of a grade in the repository's warm server; None: grade cold instead."""
     from frog_gym.grading import server as grading_server
 
@@ -244,7 +254,7 @@ def _run_warm(repo: PreparedRepo, template: Template, kept: list[Change], task: 
         return None
     with server.lock:
         try:
-            return server.run(template, kept, task.selected_tests, canaries, timeout,
+            return server.run(template, kept, ids, canaries, timeout,
                               guard_for(repo, task, canaries, template, kept))
         except grading_server.Unavailable:
             grading_server.discard(server)

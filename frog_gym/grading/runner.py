@@ -425,12 +425,13 @@ def tap_lines(ids: tuple[str, ...], statuses: dict[str, TestStatus]) -> list[str
     return [f"{'ok' if statuses.get(t, TestStatus.MISSING).ok else 'not ok'} {n} {t}" for n, t in enumerate(ids, 1)]
 
 
-def write_test_log(path: Path, ids: tuple[str, ...], run: RunResult) -> str:
+def write_test_log(path: Path, ids: tuple[str, ...], run: RunResult, inferred: tuple[str, ...] = ()) -> str:
     """Keep a grading run's raw test log at ``path`` (host side, where no sandbox can reach); returns its path.
 
     The log reads the way SWE-bench's grading reads an eval log: the per-test results between its markers
     (:func:`tap_lines`, parsed by ``parse_log_tap``), pytest's exit code, then pytest's own output, with
     any marker it prints defused so that output from the code under test can never pose as results.
+    ``inferred`` tests (not run: :mod:`frog_gym.grading.impact`) are listed after the markers.
     """
     output = run.output.replace(">>>>>", ">>>> >")
     passed = bool(ids) and all(run.statuses.get(t, TestStatus.MISSING).ok for t in ids)
@@ -439,6 +440,10 @@ def write_test_log(path: Path, ids: tuple[str, ...], run: RunResult) -> str:
     code = 0 if passed and not run.tampering else (run.exit_code or 1)
     lines = [START_TEST_OUTPUT, *tap_lines(ids, run.statuses), END_TEST_OUTPUT, f"{TEST_EXIT_CODE}: {code}",
              f"pytest exit code (canary tests included): {run.exit_code}"]
+    if inferred:
+        lines.append(f"not run, carried over from the repository's own run (they reach no changed code): "
+                     f"{len(inferred)} PASS_TO_PASS tests")
+        lines.extend(f"  inferred {t}" for t in inferred)
     if run.tampering:
         lines.append("tampering: " + "; ".join(run.tampering).replace(">>>>>", ">>>> >"))
     if run.infra_failure:

@@ -1,0 +1,313 @@
+"""Test impact: which of a grade's PASS_TO_PASS tests can reach what the agent changed.
+
+A task's PASS_TO_PASS tests pass on the repository's own tree. A test that executes no code the agent's final
+tree changes, reads no file it changes, and runs under a module and class structure that is the same as the
+repository's, behaves as it did there: it passes again. So a grade runs every FAIL_TO_PASS test and only those
+PASS_TO_PASS tests that can reach a change, and carries the others' statuses over from the repository's own
+run, listed as ``inferred`` in the report. The decision is the host's alone: it reads the final tree against
+the repository's snapshot with :mod:`ast` and looks the changed functions up in the coverage map, which was
+measured once per venv on the untouched snapshot (:mod:`frog_gym.generators.coverage_map`). Nothing of it
+enters the process that runs the agent's code.
+
+What counts as a change, file by file (the final tree against the snapshot, so an unfixed bug is a change):
+
+- a function whose body differs (its docstring aside), or whose lines moved (an edit above it that changed
+  the line count: a traceback or a warning names lines): every test that executed a line of it in the
+  coverage run, or read its file then, is run;
+- anything else, at module or class level, in a signature, a decorator, a default, a docstring, a function
+  added or removed, a file added, removed, unmeasured or not Python, or a file that does not parse: every
+  selected test is run, as without this module.
+
+Where the map is missing (``frog-gym registry coverage REPO`` builds it; generation does too), older than
+:data:`MAP_VERSION`, or the task's reference tree is not the snapshot (a FrogLive fix is a later release's
+code), every test runs. ``FROG_GYM_IMPACT=0`` turns selection off.
+
+What it assumes, as test-impact tools do: a test's path does not depend on other tests' leftovers (the map is
+one run of the whole suite, in order) nor on chance. ``tests/test_impact.py`` grades wrong fixes both ways and
+compares the verdicts.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from typing import TYPE_CHECKING
+
+from frog_gym import paths
+from frog_gym.catalog.spec import RepoSpec
+
+if TYPE_CHECKING:
+    from frog_gym.catalog.snapshot import PreparedRepo
+    from frog_gym.catalog.task import Task
+    from frog_gym.sandbox.workspace import Change, Template
+
+MAP_VERSION = 3
+"""Coverage maps from this version on list the files measured and each test's reads of them (``readers``)."""
+
+
+@dataclass(frozen=True)
+class CoverageMap:
+    """Tests of one suite run and the lines each executed (as indices into ``tests``)."""
+
+    tests: tuple[str, ...]
+    statuses: dict[str, str]
+    lines: dict[str, dict[int, tuple[int, ...]]]
+    seconds: float = 0.0
+    files: tuple[str, ...] = ()
+    """The files measured (every mutable Python file, executed or not)."""
+    readers: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """File -> the tests that opened it while they ran (``inspect.getsource``, ``linecache``, a lazy import)."""
+    version: int = 1
+
+    def covering(self, path: str, lines: Iterable[int]) -> list[str]:
+        """Sorted ids of the tests that execute any of ``lines`` of ``path``."""
+        by_line = self.lines.get(path, {})
+        found = {i for n in lines for i in by_line.get(n, ())}
+        return sorted(self.tests[i] for i in found)
+
+    def covered_lines(self, path: str) -> set[int]:
+        """Lines of ``path`` that at least one test executes."""
+        return set(self.lines.get(path, {}))
+
+    def passing(self) -> set[str]:
+        return {t for t, s in self.statuses.items() if s in ("PASSED", "XFAIL")}
+
+    def to_json(self) -> str:
+        return json.dumps({"version": self.version, "tests": list(self.tests), "statuses": self.statuses,
+                           "seconds": self.seconds, "files": list(self.files),
+                           "readers": {f: list(ix) for f, ix in sorted(self.readers.items())},
+                           "lines": {f: {str(n): list(ix) for n, ix in sorted(ls.items())}
+                                     for f, ls in sorted(self.lines.items())}})
+
+    @classmethod
+    def from_json(cls, text: str) -> CoverageMap:
+        d = json.loads(text)
+        return cls(tuple(d["tests"]), d["statuses"],
+                   {f: {int(n): tuple(ix) for n, ix in ls.items()} for f, ls in d["lines"].items()},
+                   d.get("seconds", 0.0), tuple(d.get("files", ())),
+                   {f: tuple(ix) for f, ix in d.get("readers", {}).items()}, d.get("version", 1))
+
+
+def map_path(spec: RepoSpec) -> Path:
+    """Where the coverage map of ``spec``'s venv is cached."""
+    from frog_gym.catalog.snapshot import venv_key
+
+    return paths.home() / "coverage" / f"{spec.name}-{venv_key(spec)}.json"
+
+
+_MAPS: dict[Path, tuple[float, CoverageMap]] = {}
+
+
+def cached_map(spec: RepoSpec) -> CoverageMap | None:
+    """The repository's coverage map if one of :data:`MAP_VERSION` is cached (read once per process)."""
+    path = map_path(spec)
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return None
+    hit = _MAPS.get(path)
+    if hit is None or hit[0] != mtime:
+        try:
+            hit = (mtime, CoverageMap.from_json(path.read_text()))
+        except (OSError, ValueError, KeyError):
+            return None
+        _MAPS[path] = hit
+    return hit[1] if hit[1].version >= MAP_VERSION else None
+
+
+def enabled() -> bool:
+    """Selection is on unless ``FROG_GYM_IMPACT=0``."""
+    return os.environ.get("FROG_GYM_IMPACT", "1") != "0"
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _functions(tree: ast.Module) -> list[tuple[str, ast.AST]]:
+    """The outermost functions (module functions and methods of classes at any depth, not functions inside
+    functions), each with a key unique in the file: its qualified name and, for a name defined again (a
+    property's setter), its rank."""
+    out: list[tuple[str, ast.AST]] = []
+    seen: dict[str, int] = {}
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, _DEFS):
+                name = prefix + node.name
+                seen[name] = seen.get(name, 0) + 1
+                out.append((f"{name}#{seen[name]}", node))
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, f"{prefix}{node.name}.")
+            else:  # a def under an if/try/with/match at class or module level is still at that level
+                for _, value in ast.iter_fields(node):
+                    for child in value if isinstance(value, list) else ():
+                        if isinstance(child, ast.stmt):
+                            visit([child], prefix)
+                        elif isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                            visit(child.body, prefix)
+
+    visit(tree.body, "")
+    return out
+
+
+def _split_docstring(body: list[ast.stmt]) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)):
+        return body[:1], body[1:]
+    return [], body
+
+
+def _span(node: ast.AST) -> tuple[int, int]:
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    return first, node.end_lineno or node.lineno
+
+
+def _shape(tree: ast.Module) -> str:
+    """The module with every outermost function's code (its docstring aside) left out: what must be equal for
+    the functions' changes to be all there is."""
+    skeleton = copy.deepcopy(tree)
+    for _, node in _functions(skeleton):
+        doc, _ = _split_docstring(node.body)
+        node.body = [*doc, ast.Pass()]
+    return ast.dump(skeleton, include_attributes=False)
+
+
+def changed_functions(old: bytes, new: bytes) -> list[tuple[int, int]] | None:
+    """Line spans, in ``old``'s numbering, of the functions of ``old`` that ``new`` changes (their code, or
+    their place); None when the two differ anywhere else, or either does not parse.
+
+    Example:
+        >>> old = b"def f():\\n    return 1\\n\\ndef g():\\n    return 2\\n"
+        >>> changed_functions(old, old.replace(b"return 2", b"return 3"))
+        [(4, 5)]
+        >>> changed_functions(old, old.replace(b"return 1", b"x = 0\\n    return 1"))  # g moved down a line
+        [(1, 2), (4, 5)]
+        >>> changed_functions(old, old.replace(b"def g():", b"def g(a=1):")) is None
+        True
+    """
+    try:
+        a, b = ast.parse(old), ast.parse(new)
+    except (SyntaxError, ValueError):
+        return None
+    if _shape(a) != _shape(b):
+        return None
+    fa, fb = _functions(a), _functions(b)
+    if [k for k, _ in fa] != [k for k, _ in fb]:  # the shapes agree, so this cannot differ; kept as a guard
+        return None
+    out = []
+    for (_, x), (_, y) in zip(fa, fb):
+        if _span(x) != _span(y) or ([ast.dump(s) for s in _split_docstring(x.body)[1]]
+                                    != [ast.dump(s) for s in _split_docstring(y.body)[1]]):
+            out.append(_span(x))
+    return out
+
+
+def affected(cmap: CoverageMap, changes: Iterable[tuple[str, bytes | None, bytes | None]]) -> set[str] | None:
+    """The tests that may behave differently in a tree whose files differ from the measured snapshot by
+    ``changes`` (path, the snapshot's bytes, the final bytes; None where absent); None: any test may."""
+    measured = set(cmap.files)
+    out: set[int] = set()
+    for path, old, new in changes:
+        if old == new:
+            continue
+        if old is None or new is None or path not in measured:
+            return None
+        spans = changed_functions(old, new)
+        if spans is None:
+            return None
+        by_line = cmap.lines.get(path, {})
+        for first, last in spans:
+            for n in range(first, last + 1):
+                out.update(by_line.get(n, ()))
+        out.update(cmap.readers.get(path, ()))
+    return {cmap.tests[i] for i in out}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The tests a grade runs, and the PASS_TO_PASS tests it carries over (id -> the status they had)."""
+
+    run: tuple[str, ...]
+    inferred: dict[str, str]
+
+
+_SNAPSHOT_MANIFESTS: dict[str, dict[str, tuple[int, str]]] = {}
+_REFERENCE: dict[tuple[str, str, str], bool] = {}
+
+
+def _files(manifest: dict[str, list]) -> dict[str, tuple[int, str]]:
+    """A tree's files by size and digest, leaving out what is not the repository's (the workspace's own ``.git``,
+    bytecode, the snapshot's completion mark)."""
+    return {rel: (e[1], e[2]) for rel, e in manifest.items()
+            if e[0] == "f" and "__pycache__" not in rel and not rel.startswith(".git/")
+            and not rel.endswith(".frog-complete")}
+
+
+def reference_is_snapshot(repo: PreparedRepo, task: Task, template: Template) -> bool:
+    """Whether the task's reference tree (its starting tree with the gold patch and the hidden tests) is the
+    repository's snapshot, file for file, so that the snapshot's coverage map speaks for it."""
+    from frog_gym.grading.runner import _patched, patch_files
+    from frog_gym.sandbox.workspace import _manifest
+
+    key = (task.instance_id, task.content_hash, str(template.root))
+    if key in _REFERENCE:
+        return _REFERENCE[key]
+    root = str(repo.tree)
+    if root not in _SNAPSHOT_MANIFESTS:
+        _SNAPSHOT_MANIFESTS[root] = _files(_manifest(repo.tree))
+    snap, start = _SNAPSHOT_MANIFESTS[root], _files(template.manifest)
+    gold, tests = patch_files(task.patch), patch_files(task.test_patch)
+    differ = {p for p in snap.keys() | start.keys() if snap.get(p) != start.get(p)}
+    ok = differ <= gold | tests
+    if ok:
+        after: dict[str, bytes | None] = {}
+        for patch, files, label in ((task.test_patch, tests, "test"), (task.patch, gold, "gold")):
+            if files and (label == "gold" or template.hidden_tests):
+                got = _patched(template, patch, f"the {label} patch of {task.instance_id}")
+                if isinstance(got, str):
+                    ok = False
+                    break
+                after.update(got)
+        for p in gold | tests:
+            if not ok:
+                break
+            own = repo.tree / p
+            want = own.read_bytes() if own.is_file() and not own.is_symlink() else None
+            mine = template.root / p
+            have = after[p] if p in after else (mine.read_bytes() if mine.is_file() else None)
+            ok = want == have
+    _REFERENCE[key] = ok
+    return ok
+
+
+def select(repo: PreparedRepo, task: Task, template: Template, kept: list[Change]) -> Selection | None:
+    """What a grade of ``kept`` (the agent's graded changes) to ``task`` runs; None: every selected test."""
+    if not enabled() or not task.PASS_TO_PASS:
+        return None
+    cmap = cached_map(repo.spec)
+    if cmap is None or not reference_is_snapshot(repo, task, template):
+        return None
+    from frog_gym.grading.runner import patch_files
+
+    final = {c.path: c.new for c in kept}
+    changes = []
+    for path in sorted(final.keys() | patch_files(task.patch)):
+        own, mine = repo.tree / path, template.root / path
+        old = own.read_bytes() if own.is_file() and not own.is_symlink() else None
+        new = final[path] if path in final else (mine.read_bytes() if mine.is_file() else None)
+        changes.append((path, old, new))
+    reach = affected(cmap, changes)
+    if reach is None:
+        return None
+    known, f2p = set(cmap.tests), set(task.FAIL_TO_PASS)
+    inferred = {t: cmap.statuses[t] for t in task.PASS_TO_PASS
+                if t not in reach and t not in f2p and t in known and cmap.statuses.get(t) in ("PASSED", "XFAIL")}
+    if not inferred:
+        return None
+    return Selection(tuple(t for t in task.selected_tests if t not in inferred), inferred)
