@@ -54,6 +54,7 @@ def test_fingerprint_survives_a_toml_round_trip_and_key_order(tmp_path):
     ("command_timeout_s", 5.0), ("output_cap_bytes", 100), ("grade_timeout_s", 60.0), ("partial_credit", True),
     ("backend", "docker"), ("image_digests", (("toolz", "sha256:ab"),)), ("seed", 3), ("samples_per_task", 4),
     ("suite_version", "2"), ("tasks", (("a", "h1"), ("b", "CHANGED"))), ("harness_version", 99),
+    ("impact_selection", True),
 ])
 def test_every_field_changes_the_fingerprint(field, value):
     changed = spec_of().replace(**{field: value})

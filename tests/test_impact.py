@@ -11,6 +11,7 @@ registered tasks of several repositories, with a second task's bug as the wrong 
 
 from __future__ import annotations
 
+import ast
 import difflib
 import os
 import random
@@ -63,6 +64,17 @@ def described(x):
 
 def spare(x):
     return x - 1
+
+
+_SEEN = []
+
+
+def remember(x):
+    return x
+
+
+def seen():
+    return list(_SEEN)
 '''
 
 WARN_LINE = CALC.splitlines().index('    warnings.warn("loud", UserWarning)') + 1
@@ -98,6 +110,14 @@ def test_described_source():  # reads the function's source, never runs it
 
 def test_scale():
     assert calc.SCALE == 1
+
+
+def test_remember():
+    assert calc.remember(1) == 1
+
+
+def test_nothing_seen():  # runs after test_remember, and sees what it left behind
+    assert calc.seen() == []
 '''
 
 WORDS = '''def hello():
@@ -137,7 +157,8 @@ mutable = ["calc.py", "words.py"]
 '''
 
 P2P = ("test_calc.py::test_clamp_inside", "test_calc.py::test_mean", "test_calc.py::test_shout_warns_at_its_line",
-       "test_calc.py::test_described_source", "test_calc.py::test_scale", "test_words.py::test_hello",
+       "test_calc.py::test_described_source", "test_calc.py::test_scale", "test_calc.py::test_remember",
+       "test_calc.py::test_nothing_seen", "test_words.py::test_hello",
        "test_words.py::test_words_source")
 
 
@@ -240,6 +261,29 @@ def test_moved_lines_rerun_the_tests_of_the_functions_below(calc_task, monkeypat
 def test_a_module_level_change_runs_everything(calc_task, monkeypatch):
     picked, _ = both_ways(calc_task, monkeypatch, CALC.replace("SCALE = 1", "SCALE = 2"))
     assert picked.inferred == [] and picked.pass_to_pass["failure"] == ["test_calc.py::test_scale"]
+
+
+def test_a_function_that_leaves_state_behind_runs_everything(calc_task, monkeypatch):
+    """remember() now records into a module-level list that seen() reads: test_nothing_seen never runs
+    remember(), yet fails after test_remember did."""
+    picked, _ = both_ways(calc_task, monkeypatch, CALC.replace("def remember(x):\n    return x",
+                                                               "def remember(x):\n    _SEEN.append(x)\n    return x"))
+    assert picked.inferred == [] and picked.pass_to_pass["failure"] == ["test_calc.py::test_nothing_seen"]
+
+
+@pytest.mark.parametrize("code, shared", [
+    ("def f(k, v):\n    _CACHE[k] = v", True),
+    ("def f(v):\n    REGISTRY.append(v)", True),
+    ("def f(v):\n    mod.attr.x = v", True),
+    ("def f(v):\n    global N\n    N = v", True),
+    ("def f(o, v):\n    setattr(o, 'x', v)", True),
+    ("def f():\n    def g():\n        nonlocal x\n    x = 1", True),
+    ("def f(self, v):\n    self.v = v\n    self.items.append(v)", False),  # the caller's object
+    ("def f(v):\n    out = {}\n    out[v] = 1\n    out.update(a=1)\n    return out", False),
+    ("def f(v):\n    return sorted(DATA) + [v]", False),
+])
+def test_writes_shared_state(code, shared):
+    assert impact.writes_shared_state(ast.parse(code).body[0]) is shared
 
 
 def test_a_new_module_runs_everything(calc_task, monkeypatch):
@@ -345,3 +389,29 @@ def test_the_cli_builds_a_map_that_grading_reads(capsys):
     cmap = impact.cached_map(load_repo("inflection"))
     assert cmap is not None and cmap.version == impact.MAP_VERSION and "inflection/__init__.py" in cmap.files
     assert main(["registry", "coverage", "no-such-repository"]) != 0
+
+
+@pytest.mark.parametrize("selection", [True, False])
+def test_the_env_grades_with_selection_unless_told_not_to(selection):
+    """The env's grade carries tests over (training's default); ``impact_selection=False`` grades them all."""
+    from frog_gym.agents.oracle import OracleAgent
+    from frog_gym.catalog.spec import load_repo
+    from frog_gym.env import FrogSWEEnv
+
+    tid = "inflection__swapped_call_args-e597d9c8"
+    coverage_map.build(prepare(load_repo("inflection")))
+    env = FrogSWEEnv(task_id=tid, impact_selection=selection)
+    try:
+        obs, info = env.reset(seed=0)
+        agent = OracleAgent()
+        agent.reset(obs, info)
+        while True:
+            obs, reward, term, trunc, info = env.step(agent.act(obs))
+            if term or trunc:
+                break
+        report = info["report"]
+        assert reward == 1.0 and report["resolved"] == "RESOLVED_FULL"
+        assert bool(report["inferred"]) is selection
+        assert set(report["inferred"]) <= set(load_task(tid).PASS_TO_PASS)
+    finally:
+        env.close()

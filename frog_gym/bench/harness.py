@@ -95,6 +95,10 @@ class HarnessSpec:
     """Version of the episode loop itself."""
     visible_tests: bool = False
     """Keep the FAIL_TO_PASS tests in the workspace (default: hidden until grading, as in SWE-bench)."""
+    impact_selection: bool = False
+    """Grade only the PASS_TO_PASS tests an agent's changes can reach (:mod:`frog_gym.grading.impact`), as training
+    does; the default grades every selected test, as SWE-bench does. Left out of the spec's JSON when off, so
+    the fingerprints of harnesses written before it existed stay as they were."""
 
     def __post_init__(self) -> None:
         unknown = [t for t in self.tools if t not in TOOLS]
@@ -156,6 +160,8 @@ class HarnessSpec:
         d["tasks"] = dict(self.tasks)
         d["image_digests"] = dict(self.image_digests)
         d["tools"] = list(self.tools)
+        if not self.impact_selection:
+            del d["impact_selection"]
         return d
 
     def fingerprint(self) -> str:
@@ -169,7 +175,8 @@ class HarnessSpec:
                 "n_tasks": len(self.tasks), "max_steps": self.max_steps, "wall_time_s": self.wall_time_s,
                 "command_timeout_s": self.command_timeout_s, "backend": self.backend,
                 "prompt_version": self.prompt_version, "samples_per_task": self.samples_per_task,
-                "tools": list(self.tools), "visible_tests": self.visible_tests}
+                "tools": list(self.tools), "visible_tests": self.visible_tests,
+                **({"impact_selection": True} if self.impact_selection else {})}
 
     # -- files --------------------------------------------------------------------------------------
     def to_toml(self) -> str:
@@ -414,7 +421,7 @@ def make_env(spec: HarnessSpec) -> Any:
     return FrogSWEEnv(task_ids=spec.task_ids, max_steps=spec.max_steps, wall_time_s=spec.wall_time_s,
                       limits=spec.limits(), partial_credit=spec.partial_credit,
                       grade_timeout_s=spec.grade_timeout_s, backend=spec.backend,
-                      visible_tests=spec.visible_tests)
+                      visible_tests=spec.visible_tests, impact_selection=spec.impact_selection)
 
 
 def _tool_name(action: Any) -> str | None:

@@ -30,6 +30,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="with --ray: CPUs each env actor reserves (default 0.25: an episode mostly waits)")
     p.add_argument("--visible-tests", action="store_true", default=None,
                    help="keep the FAIL_TO_PASS tests in the workspace (default: hidden until grading)")
+    p.add_argument("--impact-selection", action="store_true", default=None,
+                   help="grade only the PASS_TO_PASS tests an agent's changes can reach, as training does (a "
+                        "harness of its own; default: every selected test, as SWE-bench grades)")
     p.add_argument("--out", help="run directory (default: runs/<label>-<suite>); rerun to resume")
     p.add_argument("--label", help="the name results carry on the leaderboard (default: the agent name)")
     p.add_argument("--limit", type=int, help="run at most this many pending episodes")
@@ -42,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     from frog_gym.bench.harness import HarnessSpec
 
     overrides = {k: v for k, v in (("max_steps", args.max_steps), ("samples_per_task", args.samples),
-                                   ("backend", args.backend), ("visible_tests", args.visible_tests))
+                                   ("backend", args.backend), ("visible_tests", args.visible_tests),
+                                   ("impact_selection", args.impact_selection))
                  if v is not None}
     if args.harness:
         spec = HarnessSpec.load(args.harness)

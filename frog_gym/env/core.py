@@ -143,6 +143,9 @@ class FrogSWEEnv(gym.Env[str, Any]):
         visible_tests: keep the FAIL_TO_PASS tests in the workspace (by default they are hidden, as in
             SWE-bench: the task's ``test_patch`` is applied only when grading); ``reset(options=
             {"visible_tests": ...})`` overrides it for one episode. ``info["visible_tests"]`` says which.
+        impact_selection: run only the PASS_TO_PASS tests the agent's changes can reach, carrying the others
+            over (:mod:`frog_gym.grading.impact`; ``info["report"]["inferred"]`` lists them). Default: on
+            unless ``FROG_GYM_IMPACT=0``; False grades every test.
 
     ``areset``, ``astep`` and ``aclose`` are the same calls awaited, for many episodes on one event loop (see
     the module docstring): one call at a time per env.
@@ -153,7 +156,8 @@ class FrogSWEEnv(gym.Env[str, Any]):
     def __init__(self, task_id: str | None = None, task_ids: Sequence[str] | None = None, *,
                  max_steps: int | None = None, wall_time_s: float = 1800.0, limits: Limits | None = None,
                  partial_credit: bool = False, grade_timeout_s: float = 900.0, backend: str = "local",
-                 render_mode: str | None = None, visible_tests: bool = False):
+                 render_mode: str | None = None, visible_tests: bool = False,
+                 impact_selection: bool | None = None):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode={render_mode!r} is not supported; use one of {self.metadata['render_modes']}")
         if task_id is not None and task_id not in task_index():
@@ -172,6 +176,7 @@ class FrogSWEEnv(gym.Env[str, Any]):
         self.backend = backend
         self.render_mode = render_mode
         self.visible_tests = visible_tests
+        self.impact_selection = impact_selection
         self.action_space = UnicodeText(4096)
         self.observation_space = UnicodeText(MAX_OBS_CHARS)
         self._dir = work_dir()  # named after this process: the reaper removes it if the driver dies
@@ -404,7 +409,8 @@ class FrogSWEEnv(gym.Env[str, Any]):
         changes = self._ws.changes()
         self._graded_walk = self._ws.last_walk  # the episode is over: the next reset restores from this walk
         self.last_report = grade(self._repo, self.task, self._template, changes, self._scratch,
-                                 timeout=self.grade_timeout_s, backend=self.backend, unread=self._ws.skipped)
+                                 timeout=self.grade_timeout_s, backend=self.backend, unread=self._ws.skipped,
+                                 impact_selection=self.impact_selection)
         return self.last_report
 
     def _info(self) -> dict[str, Any]:

@@ -150,12 +150,15 @@ def scope(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
 def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Change], scratch: Workspace,
           timeout: float = 900.0, use_cache: bool = True, backend: str = "local",
           rng: random.Random | None = None, unread: dict[str, str] | None = None,
-          warm: bool | None = None) -> GradeReport:
+          warm: bool | None = None, impact_selection: bool | None = None) -> GradeReport:
     """Grade the agent's ``changes`` to ``task`` (see the module docstring). ``scratch`` is reused.
 
     ``warm`` (default: on unless ``FROG_GYM_GRADE_SERVER=0``) runs the tests in the repository's warm
     grading server (:mod:`frog_gym.grading.server`), with every layer kept; where none can start, or it
     can't vouch for a run, the grade runs cold in ``scratch``.
+
+    ``impact_selection`` (default: on unless ``FROG_GYM_IMPACT=0``) runs only the PASS_TO_PASS tests the changes
+    can reach and carries the others over (:mod:`frog_gym.grading.impact`); off, every selected test runs.
 
     ``rng`` draws the canaries' names and values (default: fresh system randomness, so no agent can
     predict them); ``unread`` lists changed files that were too large to collect (path -> why)."""
@@ -163,13 +166,15 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
         from frog_gym.grading.server import enabled
 
         warm = enabled()
+    if impact_selection is None:
+        impact_selection = impact.enabled()
     kept, discarded = scope(repo, task, template, changes)
     discarded = dict(sorted({**discarded, **(unread or {})}.items()))
     tests_discarded = sorted(p for p, why in discarded.items() if why == "a test file")
     oracle_calls = oracle.calls_of(task)
     h = hashlib.sha256(f"v{GRADING_VERSION}-{grading_code_digest()}\0{task.content_hash}\0{venv_key(repo.spec)}"
                        f"\0{backend}\0{hashlib.sha256(task.test_patch.encode()).hexdigest()}"
-                       f"\0{oracle.calls_digest(oracle_calls)}\0impact={impact.enabled()}".encode())
+                       f"\0{oracle.calls_digest(oracle_calls)}\0impact={impact_selection}".encode())
     for c in sorted(kept, key=lambda c: c.path):
         h.update(f"\0{c.path}\0".encode())
         h.update(hashlib.sha256(c.new).digest() if c.new is not None else b"<deleted>")
@@ -198,7 +203,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     # The behavioural oracle replays in a sandbox of its own (the package only), alongside the test run.
     replaying = oracle.start_check(repo, task, template, kept, oracle_calls, backend,
                                    min(timeout, oracle.REPLAY_TIMEOUT))
-    selection = impact.select(repo, task, template, kept)
+    selection = impact.select(repo, task, template, kept) if impact_selection else None
     run_ids = selection.run if selection is not None else task.selected_tests
     kept = kept + hidden
     rng = rng or random.Random(secrets.randbits(64))

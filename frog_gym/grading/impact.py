@@ -14,17 +14,20 @@ What counts as a change, file by file (the final tree against the snapshot, so a
 - a function whose body differs (its docstring aside), or whose lines moved (an edit above it that changed
   the line count: a traceback or a warning names lines): every test that executed a line of it in the
   coverage run, or read its file then, is run;
-- anything else, at module or class level, in a signature, a decorator, a default, a docstring, a function
-  added or removed, a file added, removed, unmeasured or not Python, or a file that does not parse: every
-  selected test is run, as without this module.
+- a changed function (either version) that may leave state behind for a later test (a module's object
+  written, a ``global``, ``setattr``: :func:`writes_shared_state`), or anything else, at module or class level,
+  in a signature, a decorator, a default, a docstring, a function added or removed, a file added, removed,
+  unmeasured or not Python, or a file that does not parse: every selected test is run, as without this module.
 
 Where the map is missing (``frog-gym registry coverage REPO`` builds it; generation does too), older than
 :data:`MAP_VERSION`, or the task's reference tree is not the snapshot (a FrogLive fix is a later release's
-code), every test runs. ``FROG_GYM_IMPACT=0`` turns selection off.
+code), every test runs. Selection is on in the env unless ``FROG_GYM_IMPACT=0`` (or ``impact_selection=False``);
+the fixed benchmark harness grades every test unless its spec says ``impact_selection``, so that leaderboard
+scores are graded exactly as SWE-bench grades.
 
-What it assumes, as test-impact tools do: a test's path does not depend on other tests' leftovers (the map is
-one run of the whole suite, in order) nor on chance. ``tests/test_impact.py`` grades wrong fixes both ways and
-compares the verdicts.
+What it assumes, as test-impact tools do: a test's path depends neither on chance (the map is one run) nor on
+what earlier tests left in objects passed to the changed code (``self``); state left in a module's objects is
+caught as above. ``tests/test_impact.py`` grades wrong fixes both ways and compares the verdicts.
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from frog_gym import paths
@@ -178,9 +180,67 @@ def _shape(tree: ast.Module) -> str:
     return ast.dump(skeleton, include_attributes=False)
 
 
+_MUTATING_METHODS = frozenset({
+    "append", "appendleft", "extend", "extendleft", "insert", "pop", "popleft", "popitem", "remove", "clear",
+    "update", "setdefault", "add", "discard", "sort", "reverse", "rotate", "move_to_end", "cache_clear",
+    "__setitem__", "__delitem__", "__setattr__", "__delattr__", "__iadd__", "__ior__", "register"})
+_DYNAMIC_CALLS = frozenset({"setattr", "delattr", "globals", "vars", "exec", "eval", "__import__"})
+
+
+def _root(node: ast.AST) -> ast.AST:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        node = node.value
+    return node
+
+
+def writes_shared_state(fn: ast.AST) -> bool:
+    """Whether a function may change state that outlives its call, so that a later test could see the change
+    without running the function: a ``global`` or ``nonlocal`` declaration; an assignment, augmented assignment
+    or ``del`` of an attribute or item of a name the function does not bind (a module's object, a closure's);
+    a mutating method (``append``, ``update``, ...) called on such an object; ``setattr``, ``globals()``,
+    ``exec`` and the like. Its parameters' objects (``self``) count as the caller's, as test-impact tools
+    assume.
+
+    Example:
+        >>> writes_shared_state(ast.parse("def f(k, v):\\n    _CACHE[k] = v").body[0])
+        True
+        >>> writes_shared_state(ast.parse("def f(self, v):\\n    self.v = v\\n    out = []\\n    out.append(v)").body[0])
+        False
+    """
+    local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    local |= {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            local.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            local |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not fn:
+            local.add(node.name)
+
+    def shared(target: ast.AST) -> bool:
+        root = _root(target)
+        return root is not target and not (isinstance(root, ast.Name) and root.id in local)
+
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            return True
+        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete)) else
+                   [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+        if any(shared(t) for t in targets):
+            return True
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id in _DYNAMIC_CALLS:
+                return True
+            if isinstance(f, ast.Attribute) and f.attr in _MUTATING_METHODS and shared(f):
+                return True
+    return False
+
+
 def changed_functions(old: bytes, new: bytes) -> list[tuple[int, int]] | None:
     """Line spans, in ``old``'s numbering, of the functions of ``old`` that ``new`` changes (their code, or
-    their place); None when the two differ anywhere else, or either does not parse.
+    their place); None when the two differ anywhere else, when a changed function (either version) may
+    change state another test could see (:func:`writes_shared_state`), or when either does not parse.
 
     Example:
         >>> old = b"def f():\\n    return 1\\n\\ndef g():\\n    return 2\\n"
@@ -202,8 +262,10 @@ def changed_functions(old: bytes, new: bytes) -> list[tuple[int, int]] | None:
         return None
     out = []
     for (_, x), (_, y) in zip(fa, fb):
-        if _span(x) != _span(y) or ([ast.dump(s) for s in _split_docstring(x.body)[1]]
-                                    != [ast.dump(s) for s in _split_docstring(y.body)[1]]):
+        edited = [ast.dump(s) for s in _split_docstring(x.body)[1]] != [ast.dump(s) for s in _split_docstring(y.body)[1]]
+        if edited and (writes_shared_state(x) or writes_shared_state(y)):
+            return None
+        if edited or _span(x) != _span(y):
             out.append(_span(x))
     return out
 
@@ -288,7 +350,7 @@ def reference_is_snapshot(repo: PreparedRepo, task: Task, template: Template) ->
 
 def select(repo: PreparedRepo, task: Task, template: Template, kept: list[Change]) -> Selection | None:
     """What a grade of ``kept`` (the agent's graded changes) to ``task`` runs; None: every selected test."""
-    if not enabled() or not task.PASS_TO_PASS:
+    if not task.PASS_TO_PASS:
         return None
     cmap = cached_map(repo.spec)
     if cmap is None or not reference_is_snapshot(repo, task, template):
