@@ -31,7 +31,8 @@ Session 12, with the vault's per-test walk cheaper (``--rounds 2``, load 2.3-3.8
 3,908 and 3,388, warm 6,178 and 6,226: **1.71x** (per wall-hour 1.41x; target 2x: not met).
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
-    python benchmarks/harness.py --side warm --suite FILE   # one side, as the rotation runs it
+    python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
+    python benchmarks/harness.py --side warm --ids ID,ID     # one side, as the rotation runs it
 """
 
 from __future__ import annotations
@@ -107,13 +108,13 @@ def mixed_tasks(n: int, repos: tuple[str, ...] = REPOS) -> list[str]:
     return out
 
 
-def one_side(task_ids: list[str]) -> dict[str, Any]:
+def one_side(task_ids: list[str], impact: bool = False) -> dict[str, Any]:
     """Run the episodes in this process, in the given order; what the parent process reads back."""
     from frog_gym.bench.harness import HarnessSpec, make_env
 
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(sorted(set(task_ids))))
-    spec = HarnessSpec.for_suite(f.name)
+    spec = HarnessSpec.for_suite(f.name, impact_selection=impact)
     os.unlink(f.name)
     env = make_env(spec)
     agent = UniqueOracle(uuid.uuid4().hex)
@@ -137,8 +138,9 @@ def one_side(task_ids: list[str]) -> dict[str, Any]:
     return {"episodes": len(task_ids), "resolved": resolved, "wall_s": wall, "unresolved": unresolved}
 
 
-def warm_up(task_ids: list[str]) -> None:
-    """Build venvs, templates and the grading servers' preload lists once, outside every timing."""
+def warm_up(task_ids: list[str], impact: bool = False) -> None:
+    """Build venvs, templates and the grading servers' preload lists (with ``impact``, the coverage maps) once,
+    outside every timing."""
     import gymnasium as gym
 
     from frog_gym.grading import server as grading_server
@@ -157,6 +159,10 @@ def warm_up(task_ids: list[str]) -> None:
         if task.repo not in seen:
             seen.add(task.repo)
             repo = prepare(load_repo(task.repo))
+            if impact:
+                from frog_gym.generators import coverage_map
+
+                coverage_map.build(repo)
             grading_server.preload_list(repo, template_for(repo, task.bug_patch, t),
                                         grading_server._owned_modules(repo.tree, repo.spec.install.import_paths))
 
@@ -168,15 +174,19 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=1, help="passes over the suite in each run")
     p.add_argument("--side", choices=("cold", "warm"), help="run one side in this process (used by the rotation)")
     p.add_argument("--ids", help="comma-separated task ids, in episode order (with --side)")
+    p.add_argument("--impact", action="store_true",
+                   help="both sides grade with test-impact selection (the harness's impact_selection, as training "
+                        "grades; the oracle's fix is the gold's text, so only FAIL_TO_PASS runs)")
     args = p.parse_args()
     if args.side:
-        print(json.dumps(one_side(args.ids.split(","))))
+        print(json.dumps(one_side(args.ids.split(","), args.impact)))
         return
     ids = mixed_tasks(args.tasks)
     repos = len({t.split("__")[0] for t in ids})
     print(f"{len(ids)} tasks of {repos} repositories x {args.epochs} epochs, switching repository at every episode; "
           f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
-    warm_up(ids)
+    print(f"test-impact selection: {'on' if args.impact else 'off (every selected test, as the fixed harness grades)'}")
+    warm_up(ids, args.impact)
     meter = CpuMeter()
     print(f"CPU time: {meter.kind}", flush=True)
     results: dict[str, list[tuple[float, float, int]]] = {"cold": [], "warm": []}
@@ -185,7 +195,8 @@ def main() -> None:
             env = {**os.environ, "FROG_GYM_GRADE_SERVER": "0" if side == "cold" else "1"}
             before = meter.read()
             t = time.monotonic()
-            out = subprocess.run([sys.executable, __file__, "--side", side, "--ids", ",".join(ids * args.epochs)], env=env,
+            out = subprocess.run([sys.executable, __file__, "--side", side, "--ids", ",".join(ids * args.epochs),
+                                  *(["--impact"] if args.impact else [])], env=env,
                                  capture_output=True, text=True)
             wall = time.monotonic() - t
             cpu = meter.read() - before

@@ -142,16 +142,26 @@ def test_words_source():
     assert 'return "hi"' in meta.WORDS_SOURCE
 '''
 
+PROPS = '''from hypothesis import given, strategies as st
+
+import calc
+
+
+@given(st.integers(-1000, 1000))
+def test_mean_of_one(x):
+    assert calc.mean([x]) == x
+'''
+
 SPEC = '''name = "{name}"
 [source]
 git = "{path}"
 commit = "{commit}"
 [install]
 import_paths = ["."]
-requires = ["pytest==8.4.2", "pytest-timeout==2.4.0"]
+requires = ["pytest==8.4.2", "pytest-timeout==2.4.0", "hypothesis==6.170.27"]
 install_package = false
 [tests]
-paths = ["test_calc.py", "test_words.py"]
+paths = ["test_calc.py", "test_words.py", "test_props.py"]
 [generate]
 mutable = ["calc.py", "words.py"]
 '''
@@ -159,7 +169,7 @@ mutable = ["calc.py", "words.py"]
 P2P = ("test_calc.py::test_clamp_inside", "test_calc.py::test_mean", "test_calc.py::test_shout_warns_at_its_line",
        "test_calc.py::test_described_source", "test_calc.py::test_scale", "test_calc.py::test_remember",
        "test_calc.py::test_nothing_seen", "test_words.py::test_hello",
-       "test_words.py::test_words_source")
+       "test_words.py::test_words_source", "test_props.py::test_mean_of_one")
 
 
 def diff(path: str, old: str, new: str) -> str:
@@ -177,6 +187,7 @@ def calc_task(tmp_path_factory):
     (src / "words.py").write_text(WORDS)
     (src / "meta.py").write_text(META)
     (src / "test_words.py").write_text(WORDS_TESTS)
+    (src / "test_props.py").write_text(PROPS)
     for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "calc"]):
         subprocess.run(cmd, cwd=src, env=GIT_ENV, check=True)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True).stdout.strip()
@@ -217,6 +228,8 @@ def test_the_map_records_which_tests_read_a_file(calc_task):
     assert "test_calc.py::test_mean" not in readers
     described = CALC.splitlines().index("def described(x):") + 2
     assert cmap.covering("calc.py", [described]) == []  # read, never run: only ``readers`` knows it
+    # hypothesis reads the package's files for constants to draw from: on behalf of its tests
+    assert "test_props.py::test_mean_of_one" in readers
     # read at import by meta.py (not by the import of words itself): on every test's behalf
     assert len(cmap.readers["words.py"]) == len(cmap.tests)
 
@@ -242,7 +255,7 @@ def test_the_gold_fix_runs_only_its_failing_test(calc_task, monkeypatch):
 def test_a_broken_function_reruns_the_tests_that_execute_it(calc_task, monkeypatch):
     picked, _ = both_ways(calc_task, monkeypatch, CALC.replace("sum(xs) / len(xs)", "sum(xs) / (len(xs) + 1)"))
     assert picked.resolved is ResolvedStatus.NO
-    assert picked.pass_to_pass["failure"] == ["test_calc.py::test_mean"]
+    assert picked.pass_to_pass["failure"] == ["test_calc.py::test_mean", "test_props.py::test_mean_of_one"]
     assert "test_calc.py::test_scale" in picked.inferred
 
 
@@ -298,7 +311,8 @@ def test_a_change_no_test_reaches_is_carried_over(calc_task, monkeypatch):
     picked, _ = both_ways(calc_task, monkeypatch, CALC.replace("return x - 1", "return x - 2"))
     assert picked.resolved is ResolvedStatus.FULL
     # all but the test that reads calc.py's text, which depends on every line of it
-    assert sorted(picked.inferred) == sorted(set(P2P) - {"test_calc.py::test_described_source"})
+    assert sorted(picked.inferred) == sorted(set(P2P) - {"test_calc.py::test_described_source",
+                                                         "test_props.py::test_mean_of_one"})
 
 
 def test_an_unfixed_bug_is_a_change_too(calc_task, monkeypatch):

@@ -10,8 +10,9 @@ exactly which tests reach a line; lines run while collecting (imports, ``def`` l
 An audit hook notes every ``open`` of a measured file while a test runs (a source read by ``inspect`` or
 ``linecache``, a lazy import): a test that reads a file depends on all of it, executed or not. A file opened
 before the first test by anything but the import system loading it (module-level code reading source text)
-is read on every test's behalf: ``*``. The record, measured path -> node ids, goes to ``$FROG_COVERAGE`` +
-``.readers.json``.
+is read on every test's behalf: ``*``. Hypothesis reads the package's source for constants to draw
+examples from (once, then kept): whenever that happens, the file is read on behalf of every test in a module
+that uses hypothesis. The record, measured path -> node ids, goes to ``$FROG_COVERAGE`` + ``.readers.json``.
 """
 
 import json
@@ -27,13 +28,17 @@ _include = frozenset()
 _readers = {}
 
 
-def _importing():
+def _reader():
+    """Who opens a file: "import" (the import system loading a module), "hypothesis", or "" (anything else)."""
     f = sys._getframe(2)
     while f is not None:
-        if f.f_code.co_name == "get_data" and "importlib" in f.f_code.co_filename:
-            return True
+        name = f.f_code.co_filename
+        if f.f_code.co_name == "get_data" and "importlib" in name:
+            return "import"
+        if os.sep + "hypothesis" + os.sep in name:
+            return "hypothesis"
         f = f.f_back
-    return False
+    return ""
 
 
 def _audit(event, args):
@@ -48,9 +53,12 @@ def _audit(event, args):
         return
     path = os.path.normpath(os.path.join(os.getcwd(), path))
     if path in _include:
-        if _test:
+        who = _reader()
+        if who == "hypothesis":
+            _readers.setdefault(path, set()).add("*hypothesis")
+        elif _test:
             _readers.setdefault(path, set()).add(_test)
-        elif not _importing():
+        elif who != "import":
             _readers.setdefault(path, set()).add("*")
 
 
@@ -81,6 +89,33 @@ def pytest_runtest_protocol(item, nextitem):
         _cov.switch_context("")
 
 
+_hypothesis_tests = set()
+
+
+def _of_hypothesis(v):
+    names = [getattr(v, "__name__", ""), getattr(v, "__module__", "")]
+    if isinstance(v, type):
+        names += [getattr(b, "__module__", "") for b in v.__mro__]
+    return any(isinstance(n, str) and n.split(".")[0] == "hypothesis" for n in names)
+
+
+def pytest_collection_finish(session):
+    """The tests that may draw from hypothesis: a ``@given`` test, or any test of a module that binds hypothesis
+    or one of its objects (a strategy, a state machine's class)."""
+    uses = {}
+    for item in session.items:
+        obj, module = getattr(item, "obj", None), getattr(item, "module", None)
+        if getattr(obj, "is_hypothesis_test", False) or hasattr(obj, "hypothesis"):
+            _hypothesis_tests.add(item.nodeid)
+            continue
+        if module is None:
+            continue
+        if module not in uses:
+            uses[module] = any(_of_hypothesis(v) for v in list(vars(module).values()))
+        if uses[module]:
+            _hypothesis_tests.add(item.nodeid)
+
+
 def pytest_unconfigure(config):
     global _cov
     if _cov is not None:
@@ -89,5 +124,6 @@ def pytest_unconfigure(config):
         _cov = None
         record = os.environ["FROG_COVERAGE"] + ".readers.json"
         with open(record + ".tmp", "w") as f:
-            json.dump({p: sorted(ids) for p, ids in sorted(_readers.items())}, f)
+            json.dump({p: sorted((ids - {"*hypothesis"}) | (_hypothesis_tests if "*hypothesis" in ids else set()))
+                       for p, ids in sorted(_readers.items())}, f)
         os.replace(record + ".tmp", record)

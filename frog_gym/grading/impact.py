@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from frog_gym.catalog.task import Task
     from frog_gym.sandbox.workspace import Change, Template
 
-MAP_VERSION = 3
+MAP_VERSION = 4
 """Coverage maps from this version on list the files measured and each test's reads of them (``readers``)."""
 
 
