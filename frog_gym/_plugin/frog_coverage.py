@@ -93,10 +93,20 @@ _hypothesis_tests = set()
 
 
 def _of_hypothesis(v):
-    names = [getattr(v, "__name__", ""), getattr(v, "__module__", "")]
-    if isinstance(v, type):
-        names += [getattr(b, "__module__", "") for b in v.__mro__]
+    try:  # a module's values include proxies whose attributes raise anything (flask's ``request``)
+        names = [getattr(v, "__name__", ""), getattr(v, "__module__", "")]
+        if isinstance(v, type):
+            names += [getattr(b, "__module__", "") for b in v.__mro__]
+    except Exception:
+        return False
     return any(isinstance(n, str) and n.split(".")[0] == "hypothesis" for n in names)
+
+
+def _has_handle(obj):
+    try:
+        return hasattr(obj, "hypothesis")
+    except Exception:
+        return False
 
 
 def pytest_collection_finish(session):
@@ -105,7 +115,7 @@ def pytest_collection_finish(session):
     uses = {}
     for item in session.items:
         obj, module = getattr(item, "obj", None), getattr(item, "module", None)
-        if getattr(obj, "is_hypothesis_test", False) or hasattr(obj, "hypothesis"):
+        if _of_hypothesis(obj) or getattr(obj, "is_hypothesis_test", False) is True or _has_handle(obj):
             _hypothesis_tests.add(item.nodeid)
             continue
         if module is None:
