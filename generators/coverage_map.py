@@ -80,43 +80,55 @@ def _coverage_binds() -> tuple[tuple[Path, str, bool], ...]:
     return ((Path(coverage.__file__).parent, "/frog/cov/coverage", False),)
 
 
-def _read_readers(path: Path, tests: tuple[str, ...], files: list[str]) -> dict[str, tuple[int, ...]]:
-    """The plugin's record of files opened during tests (absolute path -> node ids, ``*`` for a read before the
-    first test that every test may depend on), as file -> test indices."""
+def _rel(measured: str) -> str | None:
+    return measured[len(TESTBED) + 1:] if measured.startswith(TESTBED + "/") else None
+
+
+def _read_record(path: Path, tests: tuple[str, ...], files: list[str]
+                 ) -> tuple[dict[str, tuple[int, ...]], tuple[str, ...]]:
+    """The plugin's record: files opened during tests (absolute path -> node ids, ``*`` for a read before the
+    first test that every test may depend on), as file -> test indices; and the measured files imported
+    before measurement began."""
     if not path.exists():
         raise RuntimeError(f"the coverage run wrote no record of the files its tests read ({path.name})")
+    record = json.loads(path.read_text())
     index = {t: i for i, t in enumerate(tests)}
     wanted = set(files)
     out: dict[str, tuple[int, ...]] = {}
-    for measured, ids in json.loads(path.read_text()).items():
-        rel = measured[len(TESTBED) + 1:] if measured.startswith(TESTBED + "/") else None
-        if rel in wanted:
+    for measured, ids in record["readers"].items():
+        if _rel(measured) in wanted:
             ix = list(range(len(tests))) if "*" in ids else sorted({index[t] for t in ids if t in index})
             if ix:
-                out[rel] = tuple(ix)
-    return out
+                out[_rel(measured)] = tuple(ix)
+    return out, tuple(sorted(r for m in record["preloaded"] if (r := _rel(m)) in wanted))
 
 
-def _read_data(data_file: Path, tests: tuple[str, ...], files: list[str]) -> dict[str, dict[int, tuple[int, ...]]]:
+def _read_data(data_file: Path, tests: tuple[str, ...], files: list[str]
+               ) -> tuple[dict[str, dict[int, tuple[int, ...]]], dict[str, tuple[int, ...]]]:
+    """Per file, line -> the tests that executed it; and the lines executed outside any test (import time)."""
     index = {t: i for i, t in enumerate(tests)}
     data = coverage.CoverageData(basename=str(data_file))
     data.read()
     wanted = set(files)
     lines: dict[str, dict[int, tuple[int, ...]]] = {}
+    imported: dict[str, tuple[int, ...]] = {}
     for measured in data.measured_files():
-        if not measured.startswith(TESTBED + "/"):
-            continue
-        rel = measured[len(TESTBED) + 1:]
+        rel = _rel(measured)
         if rel not in wanted:
             continue
         by_line: dict[int, tuple[int, ...]] = {}
+        at_import = []
         for n, contexts in data.contexts_by_lineno(measured).items():
             ix = sorted({index[c] for c in contexts if c in index})
             if ix:
                 by_line[n] = tuple(ix)
+            if "" in contexts:
+                at_import.append(n)
         if by_line:
             lines[rel] = by_line
-    return lines
+        if at_import:
+            imported[rel] = tuple(sorted(at_import))
+    return lines, imported
 
 
 def build(repo: PreparedRepo, *, timeout: float | None = None, refresh: bool = False) -> tuple[CoverageMap, Template]:
@@ -162,9 +174,10 @@ def build(repo: PreparedRepo, *, timeout: float | None = None, refresh: bool = F
             raise RuntimeError(f"the coverage run of '{repo.spec.name}' failed: {r.infra_failure or r.note}")
         tests = tuple(sorted(r.statuses))
         statuses = {t: r.statuses[t].value for t in tests}
-        cmap = CoverageMap(tests, statuses, _read_data(out / "coverage.sqlite", tests, files), round(seconds, 1),
-                           tuple(files), _read_readers(out / "coverage.sqlite.readers.json", tests, files),
-                           MAP_VERSION)
+        lines, imported = _read_data(out / "coverage.sqlite", tests, files)
+        readers, preloaded = _read_record(out / "coverage.sqlite.readers.json", tests, files)
+        cmap = CoverageMap(tests, statuses, lines, round(seconds, 1), tuple(files), readers, MAP_VERSION,
+                           imported, preloaded)
         baseline = paths.home() / "baselines" / f"{repo.spec.name}-{venv_key(repo.spec)}.json"
         if not baseline.exists():
             baseline.parent.mkdir(exist_ok=True)

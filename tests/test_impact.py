@@ -75,6 +75,17 @@ def remember(x):
 
 def seen():
     return list(_SEEN)
+
+
+def _build_table(n):
+    return [i * i for i in range(n)]
+
+
+SQUARES = _build_table(5)
+
+
+def make_pair(x):
+    return (x, x * 2)
 '''
 
 WARN_LINE = CALC.splitlines().index('    warnings.warn("loud", UserWarning)') + 1
@@ -82,7 +93,14 @@ WARN_LINE = CALC.splitlines().index('    warnings.warn("loud", UserWarning)') + 
 TESTS = f'''import inspect
 import warnings
 
+import pytest
+
 import calc
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return calc.make_pair(2)
 
 
 def test_clamp_low():
@@ -118,6 +136,18 @@ def test_remember():
 
 def test_nothing_seen():  # runs after test_remember, and sees what it left behind
     assert calc.seen() == []
+
+
+def test_squares():  # runs no function: the table was built at import
+    assert calc.SQUARES[3] == 9
+
+
+def test_pair_first(pair):  # sets the module's fixture up: make_pair runs here
+    assert pair[0] == 2
+
+
+def test_pair_second(pair):  # gets the fixture made for the test before
+    assert pair[1] == 4
 '''
 
 WORDS = '''def hello():
@@ -168,7 +198,8 @@ mutable = ["calc.py", "words.py"]
 
 P2P = ("test_calc.py::test_clamp_inside", "test_calc.py::test_mean", "test_calc.py::test_shout_warns_at_its_line",
        "test_calc.py::test_described_source", "test_calc.py::test_scale", "test_calc.py::test_remember",
-       "test_calc.py::test_nothing_seen", "test_words.py::test_hello",
+       "test_calc.py::test_nothing_seen", "test_calc.py::test_squares", "test_calc.py::test_pair_first",
+       "test_calc.py::test_pair_second", "test_words.py::test_hello",
        "test_words.py::test_words_source", "test_props.py::test_mean_of_one")
 
 
@@ -299,6 +330,19 @@ def test_writes_shared_state(code, shared):
     assert impact.writes_shared_state(ast.parse(code).body[0]) is shared
 
 
+def test_a_function_run_at_import_runs_everything(calc_task, monkeypatch):
+    """_build_table ran while calc was imported; test_squares reads what it built and runs no function."""
+    _, _, _, cmap, _ = calc_task
+    picked, _ = both_ways(calc_task, monkeypatch, CALC.replace("return [i * i for", "return [i + i for"))
+    assert picked.inferred == [] and picked.pass_to_pass["failure"] == ["test_calc.py::test_squares"]
+
+
+def test_a_shared_fixture_counts_as_import_time(calc_task, monkeypatch):
+    """make_pair runs once, in test_pair_first's setup of a module fixture that test_pair_second uses too."""
+    picked, _ = both_ways(calc_task, monkeypatch, CALC.replace("return (x, x * 2)", "return (x, x * 3)"))
+    assert picked.inferred == [] and picked.pass_to_pass["failure"] == ["test_calc.py::test_pair_second"]
+
+
 def test_a_new_module_runs_everything(calc_task, monkeypatch):
     repo, task, template, _, scratch = calc_task
     changes = [Change("calc.py", BUGGY.encode(), CALC.encode()), Change("extra.py", None, b"X = 1\n")]
@@ -368,7 +412,7 @@ def test_selection_agrees_with_grading_every_test_on_registered_tasks(monkeypatc
     """Each task graded with its gold fix, then with its gold fix plus another task's bug (a fix that breaks
     something else), with selection and without: same verdicts, same failures, none of them carried over."""
     agreed, carried, ran = 0, 0, 0
-    for tid, other in _pairs(n_repos=6, per_repo=3):
+    for tid, other in _pairs(n_repos=10, per_repo=3):
         task, wrong = load_task(tid), load_task(other)
         repo = prepare(task_spec(task))
         coverage_map.build(repo)
@@ -391,7 +435,7 @@ def test_selection_agrees_with_grading_every_test_on_registered_tasks(monkeypatc
             carried += len(picked.inferred)
             ran += len(task.selected_tests) - len(picked.inferred)
     print(f"{agreed} grades agree; {carried} PASS_TO_PASS tests carried over, {ran} run")
-    assert agreed == 36 and carried > 0
+    assert agreed == 60 and carried > 0
 
 
 def test_the_cli_builds_a_map_that_grading_reads(capsys):

@@ -10,9 +10,13 @@ exactly which tests reach a line; lines run while collecting (imports, ``def`` l
 An audit hook notes every ``open`` of a measured file while a test runs (a source read by ``inspect`` or
 ``linecache``, a lazy import): a test that reads a file depends on all of it, executed or not. A file opened
 before the first test by anything but the import system loading it (module-level code reading source text)
-is read on every test's behalf: ``*``. Hypothesis reads the package's source for constants to draw
+is read on every test's behalf: ``*``. Measurement starts when pytest loads this plugin; a measured module
+imported before that is listed as ``preloaded``; a module's own execution, even when a test imports it, is
+import time (the empty context), since what it builds outlives that test; so is the setup of a fixture
+shared by several tests. Hypothesis reads the package's source for constants to draw
 examples from (once, then kept): whenever that happens, the file is read on behalf of every test in a module
-that uses hypothesis. The record, measured path -> node ids, goes to ``$FROG_COVERAGE`` + ``.readers.json``.
+that uses hypothesis. The record (``readers``: measured path -> node ids; ``preloaded``) goes to
+``$FROG_COVERAGE`` + ``.readers.json``.
 """
 
 import json
@@ -62,18 +66,52 @@ def _audit(event, args):
             _readers.setdefault(path, set()).add("*")
 
 
-def pytest_configure(config):
-    global _cov, _include
+def _start():
+    """Measure from the plugin's import on (``-p`` plugins load before any conftest), note the measured modules
+    imported before that (their import-time code is unmeasured), and count a module's execution, wherever its
+    import happens, as import time (the empty context): what it computes at import outlives the test."""
+    global _cov, _include, _preloaded
     path = os.environ.get("FROG_COVERAGE")
-    if not path:
+    if not path or _cov is not None:
         return
     import coverage
+    from importlib import _bootstrap_external
 
     include = json.loads(os.environ.get("FROG_COVERAGE_INCLUDE", "null"))
     _include = frozenset(include or ())
+    for module in list(sys.modules.values()):
+        f = getattr(module, "__file__", None)
+        if isinstance(f, str) and os.path.normpath(f) in _include:
+            _preloaded.add(os.path.normpath(f))
     sys.addaudithook(_audit)
     _cov = coverage.Coverage(data_file=path, include=include, config_file=False, branch=False)
     _cov.start()
+    run = _bootstrap_external._LoaderBasics.exec_module
+
+    def exec_module(self, module):
+        global _importing
+        if _cov is None or not _test:
+            return run(self, module)
+        if not _importing:
+            _cov.switch_context("")
+        _importing += 1
+        try:
+            return run(self, module)
+        finally:
+            _importing -= 1
+            if not _importing and _test:
+                _cov.switch_context(_test)
+
+    _bootstrap_external._LoaderBasics.exec_module = exec_module
+
+
+_preloaded = set()
+_importing = 0
+_start()
+
+
+def pytest_configure(config):
+    _start()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -87,6 +125,21 @@ def pytest_runtest_protocol(item, nextitem):
     if _cov is not None:
         _test = ""
         _cov.switch_context("")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """A fixture shared by several tests (class, module, package or session scope, xunit's ``setup_module`` and
+    unittest's ``setUpClass`` included) is set up in the first test's context but serves them all: its setup is
+    counted as import time."""
+    shared = _cov is not None and _test and fixturedef.scope != "function" and not _importing
+    if shared:
+        _cov.switch_context("")
+    try:
+        yield
+    finally:
+        if shared and _test:
+            _cov.switch_context(_test)
 
 
 _hypothesis_tests = set()
@@ -133,7 +186,8 @@ def pytest_unconfigure(config):
         _cov.save()
         _cov = None
         record = os.environ["FROG_COVERAGE"] + ".readers.json"
+        readers = {p: sorted((ids - {"*hypothesis"}) | (_hypothesis_tests if "*hypothesis" in ids else set()))
+                   for p, ids in sorted(_readers.items())}
         with open(record + ".tmp", "w") as f:
-            json.dump({p: sorted((ids - {"*hypothesis"}) | (_hypothesis_tests if "*hypothesis" in ids else set()))
-                       for p, ids in sorted(_readers.items())}, f)
+            json.dump({"readers": readers, "preloaded": sorted(_preloaded)}, f)
         os.replace(record + ".tmp", record)

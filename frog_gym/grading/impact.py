@@ -14,7 +14,10 @@ What counts as a change, file by file (the final tree against the snapshot, so a
 - a function whose body differs (its docstring aside), or whose lines moved (an edit above it that changed
   the line count: a traceback or a warning names lines): every test that executed a line of it in the
   coverage run, or read its file then, is run;
-- a changed function (either version) that may leave state behind for a later test (a module's object
+- a changed function whose code ran while a module was imported (a decorator, a metaclass, a table built at
+  import; the map's ``imported`` lines, wherever the import happened), a change to a file imported before the
+  coverage run could measure it (``preloaded``: a package pytest itself imports), a changed function (either
+  version) that may leave state behind for a later test (a module's object
   written, a ``global``, ``setattr``: :func:`writes_shared_state`), or anything else, at module or class level,
   in a signature, a decorator, a default, a docstring, a function added or removed, a file added, removed,
   unmeasured or not Python, or a file that does not parse: every selected test is run, as without this module.
@@ -49,7 +52,7 @@ if TYPE_CHECKING:
     from frog_gym.catalog.task import Task
     from frog_gym.sandbox.workspace import Change, Template
 
-MAP_VERSION = 4
+MAP_VERSION = 5
 """Coverage maps from this version on list the files measured and each test's reads of them (``readers``)."""
 
 
@@ -66,6 +69,12 @@ class CoverageMap:
     readers: dict[str, tuple[int, ...]] = field(default_factory=dict)
     """File -> the tests that opened it while they ran (``inspect.getsource``, ``linecache``, a lazy import)."""
     version: int = 1
+    imported: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """File -> lines executed outside any test: while modules were imported (whenever that was), or between
+    tests. A function run then built something that outlives it (a class made by a decorator, a table)."""
+    preloaded: tuple[str, ...] = ()
+    """Files imported before measurement began (by pytest itself, or a plugin): their import-time lines are
+    unknown."""
 
     def covering(self, path: str, lines: Iterable[int]) -> list[str]:
         """Sorted ids of the tests that execute any of ``lines`` of ``path``."""
@@ -84,6 +93,8 @@ class CoverageMap:
         return json.dumps({"version": self.version, "tests": list(self.tests), "statuses": self.statuses,
                            "seconds": self.seconds, "files": list(self.files),
                            "readers": {f: list(ix) for f, ix in sorted(self.readers.items())},
+                           "imported": {f: list(ns) for f, ns in sorted(self.imported.items())},
+                           "preloaded": list(self.preloaded),
                            "lines": {f: {str(n): list(ix) for n, ix in sorted(ls.items())}
                                      for f, ls in sorted(self.lines.items())}})
 
@@ -93,7 +104,8 @@ class CoverageMap:
         return cls(tuple(d["tests"]), d["statuses"],
                    {f: {int(n): tuple(ix) for n, ix in ls.items()} for f, ls in d["lines"].items()},
                    d.get("seconds", 0.0), tuple(d.get("files", ())),
-                   {f: tuple(ix) for f, ix in d.get("readers", {}).items()}, d.get("version", 1))
+                   {f: tuple(ix) for f, ix in d.get("readers", {}).items()}, d.get("version", 1),
+                   {f: tuple(ns) for f, ns in d.get("imported", {}).items()}, tuple(d.get("preloaded", ())))
 
 
 def map_path(spec: RepoSpec) -> Path:
@@ -251,6 +263,12 @@ def changed_functions(old: bytes, new: bytes) -> list[tuple[int, int]] | None:
         >>> changed_functions(old, old.replace(b"def g():", b"def g(a=1):")) is None
         True
     """
+    found = _changed(old, new)
+    return None if found is None else [(first, last) for first, last, _ in found]
+
+
+def _changed(old: bytes, new: bytes) -> list[tuple[int, int, int]] | None:
+    """:func:`changed_functions`, each span with the first line of the function's code (its docstring aside)."""
     try:
         a, b = ast.parse(old), ast.parse(new)
     except (SyntaxError, ValueError):
@@ -266,7 +284,7 @@ def changed_functions(old: bytes, new: bytes) -> list[tuple[int, int]] | None:
         if edited and (writes_shared_state(x) or writes_shared_state(y)):
             return None
         if edited or _span(x) != _span(y):
-            out.append(_span(x))
+            out.append((*_span(x), _split_docstring(x.body)[1][0].lineno if _split_docstring(x.body)[1] else x.end_lineno))
     return out
 
 
@@ -278,13 +296,15 @@ def affected(cmap: CoverageMap, changes: Iterable[tuple[str, bytes | None, bytes
     for path, old, new in changes:
         if old == new:
             continue
-        if old is None or new is None or path not in measured:
+        if old is None or new is None or path not in measured or path in cmap.preloaded:
             return None
-        spans = changed_functions(old, new)
+        spans = _changed(old, new)
         if spans is None:
             return None
-        by_line = cmap.lines.get(path, {})
-        for first, last in spans:
+        by_line, at_import = cmap.lines.get(path, {}), set(cmap.imported.get(path, ()))
+        for first, last, code in spans:
+            if any(n in at_import for n in range(code, last + 1)):
+                return None  # run while modules were imported: what it made then, every test may hold
             for n in range(first, last + 1):
                 out.update(by_line.get(n, ()))
         out.update(cmap.readers.get(path, ()))
