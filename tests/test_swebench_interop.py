@@ -95,6 +95,22 @@ def test_raw_logs_parity_on_tasks_with_spaced_ids(tmp_path):
         assert any(" " in t and f" {t}\n" in text for t in task.selected_tests)
 
 
+def test_raw_logs_parity_when_tests_are_carried_over(tmp_path, monkeypatch):
+    """Under test-impact selection the log still gives SWE-bench a status for every selected test (the carried-over
+    ones as passed, then listed as not run), so its verdict is ours."""
+    from frog_gym.generators import coverage_map
+
+    monkeypatch.setenv("FROG_GYM_IMPACT", "1")
+    coverage_map.build(prepare(load_repo("humanize")))
+    task = spaced([load_task(i) for i in task_index() if i.startswith("humanize__") and "__combo" not in i])[0]
+    bug, gold, _ = grade_bug_and_gold(task, tmp_path)
+    assert gold.is_resolved and gold.inferred and not bug.is_resolved
+    for report in (bug, gold):
+        assert_parity(task, report)
+        text = Path(report.log_path).read_text(encoding="utf-8")
+        assert all(f"inferred {t}\n" in text for t in report.inferred)
+
+
 def test_a_log_cannot_spoof_results_from_pytest_output(tmp_path):
     """Output of the code under test that prints SWE-bench's markers is defused in the raw log."""
     from frog_gym.grading.runner import RunResult, TestStatus, write_test_log

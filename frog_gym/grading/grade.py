@@ -22,7 +22,7 @@ import os
 import random
 import secrets
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -221,8 +221,13 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     verdict = replaying.result() if replaying is not None else None
     if verdict is not None and not verdict.passed:
         r.note = "; ".join(filter(None, [r.note, f"the behavioural oracle disagrees: {verdict.mismatch}"]))
-    log_path = write_test_log(cache.with_suffix(".log"), run_ids, r,
-                              inferred=tuple(selection.inferred) if selection is not None else ())
+    if selection is not None and not (r.infra_failure or r.tampering):
+        # The log reads as SWE-bench reads one: a status for every selected test, the carried-over ones listed
+        # after the results as not run.
+        logged = replace(r, statuses={**r.statuses, **{t: TestStatus(s) for t, s in selection.inferred.items()}})
+        log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, logged, inferred=tuple(selection.inferred))
+    else:
+        log_path = write_test_log(cache.with_suffix(".log"), run_ids, r)
     if r.infra_failure:
         return GradeReport(ResolvedStatus.NO, {}, f2p_fail, p2p_fail, r.exit_code, time.monotonic() - start,
                            tests_discarded, r.infra_failure, r.note, discarded=discarded, log_path=log_path)
