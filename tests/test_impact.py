@@ -473,3 +473,11 @@ def test_the_env_grades_with_selection_unless_told_not_to(selection):
         assert set(report["inferred"]) <= set(load_task(tid).PASS_TO_PASS)
     finally:
         env.close()
+
+
+def test_what_is_not_the_repository_is_left_out_of_the_reference_check():
+    """A snapshot that ran its suite has pytest's cache; a workspace has its .git: neither is the repository."""
+    entry = ["f", 3, "abc", 0o644]
+    files = impact._files({"pkg/m.py": entry, ".pytest_cache/v/cache/lastfailed": entry, ".git/HEAD": entry,
+                           "pkg/__pycache__/m.cpython-311.pyc": entry, "docs/.pytest_cache.md": entry})
+    assert sorted(files) == ["docs/.pytest_cache.md", "pkg/m.py"]

@@ -325,9 +325,9 @@ _REFERENCE: dict[tuple[str, str, str], bool] = {}
 
 def _files(manifest: dict[str, list]) -> dict[str, tuple[int, str]]:
     """A tree's files by size and digest, leaving out what is not the repository's (the workspace's own ``.git``,
-    bytecode, the snapshot's completion mark)."""
+    bytecode, pytest's cache of a run in that tree, the snapshot's completion mark)."""
     return {rel: (e[1], e[2]) for rel, e in manifest.items()
-            if e[0] == "f" and "__pycache__" not in rel and not rel.startswith(".git/")
+            if e[0] == "f" and "__pycache__" not in rel and not rel.startswith((".git/", ".pytest_cache/"))
             and not rel.endswith(".frog-complete")}
 
 
