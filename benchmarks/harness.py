@@ -29,6 +29,10 @@ running beside): cold 3,195 and 3,147, warm 4,304 and 5,497 episodes per CPU-hou
 oracle-server starts for five grades a repository; the two warm rounds differ by a quarter between themselves.
 Session 12, with the vault's per-test walk cheaper (``--rounds 2``, load 2.3-3.8, two FrogLive miners beside): cold
 3,908 and 3,388, warm 6,178 and 6,226: **1.71x** (per wall-hour 1.41x; target 2x: not met).
+Session 13, ``--rounds 2 --impact`` (both sides grade with test-impact selection, load 4.5-6.8, three helpers
+beside): cold 3,284 and 3,661, warm 5,594 and 6,180: **1.70x** (per wall-hour 1.71x; target 2x: not met). The
+oracle's fix leaves FAIL_TO_PASS alone to run on both sides, so what is left on the warm side is the ten grading
+and ten oracle server starts and the episodes' own steps, not the tests.
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
