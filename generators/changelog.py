@@ -30,13 +30,18 @@ _COMMON = {"self", "None", "True", "False", "return", "def", "class", "import", 
 
 def changelog_files(tree: Path) -> list[str]:
     """Changelog files of an unpacked sdist (root, ``docs/``, ``doc/``), relative paths; the README last
-    (some projects keep their version history there)."""
+    (some projects keep their version history there). A changelog folder (rfc3986's
+    ``docs/source/release-notes/``) holds one file per release, each headed by its version, as a section."""
     out = []
     for d in ("", "docs", "doc", "docs/source", "doc/source"):
         folder = tree / d if d else tree
         if folder.is_dir():
-            out += [f"{d}/{p.name}".lstrip("/") for p in sorted(folder.iterdir())
-                    if p.is_file() and _CHANGELOG.match(p.name)]
+            for p in sorted(folder.iterdir()):
+                if p.is_file() and _CHANGELOG.match(p.name):
+                    out.append(f"{d}/{p.name}".lstrip("/"))
+                elif p.is_dir() and _CHANGELOG.match(p.name):
+                    out += [f"{d}/{p.name}/{f.name}".lstrip("/") for f in sorted(p.iterdir())
+                            if f.is_file() and f.suffix.lower() in (".rst", ".md", ".txt")]
     return out + [p.name for p in sorted(tree.glob("README*")) if p.is_file()]
 
 

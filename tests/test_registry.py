@@ -232,6 +232,31 @@ def test_hash_mismatch_of_a_local_sdist(tmp_path, monkeypatch):
         onboarding.verify_source(spec)
 
 
+def test_a_build_requirement_released_only_as_a_wheel_does_not_stop_the_download(tmp_path, monkeypatch):
+    """pip's --no-binary names the project, not ':all:', which also reached the build environment (isort 9.0.1's
+    build requirement hatch-mypyc pulled mypy, then maturin, from source: no sdist without a Rust toolchain)."""
+    import zipfile
+
+    index = local_sdist(tmp_path)
+    with zipfile.ZipFile(index / "frogwheelonly-1.0-py3-none-any.whl", "w") as w:
+        w.writestr("frogwheelonly.py", "")
+        w.writestr("frogwheelonly-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: frogwheelonly\nVersion: 1.0\n")
+        w.writestr("frogwheelonly-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        w.writestr("frogwheelonly-1.0.dist-info/RECORD", "")
+    with tarfile.open(index / "frogfix-0.1.tar.gz") as t:
+        t.extractall(tmp_path / "x", filter="data")
+    src = tmp_path / "x" / "frogfix-0.1"
+    (src / "pyproject.toml").write_text('[build-system]\nrequires = ["frogwheelonly"]\nbuild-backend = "frogfix_build"\n'
+                                        'backend-path = ["."]\n')
+    (src / "frogfix_build.py").write_text("import frogwheelonly\n" + (src / "frogfix_build.py").read_text())
+    with tarfile.open(index / "frogfix-0.1.tar.gz", "w:gz") as t:
+        t.add(src, arcname="frogfix-0.1")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    (tmp_path / "dl").mkdir()
+    assert snapshot.download_sdist("frogfix", "0.1", tmp_path / "dl").name == "frogfix-0.1.tar.gz"
+
+
 @pytest.mark.slow
 def test_hash_mismatch_of_a_pypi_release(tmp_path, monkeypatch):
     """Against the real index (reachable on CI): iniconfig 2.3.1's sdist with a wrong pin."""

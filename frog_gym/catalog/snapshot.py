@@ -118,7 +118,9 @@ def download_sdist(name: str, version: str, dest: Path) -> Path:
     if paths.offline():
         raise OfflineError(f"FROG_GYM_OFFLINE=1 but the sdist {name}=={version} must be downloaded; "
                            f"run once with network (unset FROG_GYM_OFFLINE).")
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+    # --no-binary names the project only: ':all:' also reaches the isolated build environment, where a build
+    # requirement with no source release pip can build here (isort 9's hatch-mypyc pulls mypy) then fails
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", name,
            "--disable-pip-version-check", "-q", "-d", str(dest), f"{name}=={version}"]
     # pip prepares the sdist's metadata (which we discard) before it saves the file: first without build
     # isolation, which is fast when this Python has the build backend; then isolated, which always works

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from frog_gym.generators import mine
+from frog_gym.generators.changelog import changelog_files
 from frog_gym.generators.mine import apply_hunks, hunks_of, minimize
 
 lines = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "def f():\n", "    return 1\n", "\n"]), max_size=30)
@@ -393,3 +394,23 @@ def test_a_heading_s_link_target_does_not_name_its_section():
         "Accept trailing padding (`#1209 <https://github.com/o/r/issues/1209>`__)."]
     assert mine.changelog_section(text, "2.15.0") == "- Wrap errors."
     assert mine.changelog_section(text, "1.0") == "- Add a."
+
+
+def test_a_changelog_folder_of_one_file_per_release_is_read(tmp_path):
+    """rfc3986 keeps docs/source/release-notes/<version>.rst, each headed by its version and date, subsections
+    under it; its fixes' statements were all generated before the folder was read."""
+    notes = tmp_path / "docs" / "source" / "release-notes"
+    notes.mkdir(parents=True)
+    (notes / "1.3.2.rst").write_text("1.3.2 -- 2019-05-13\n-------------------\n\n- Remove unnecessary IRI-flavored "
+                                     "matchers from ``rfc3986.misc``.\n")
+    (notes / "1.4.0.rst").write_text(
+        "1.4.0 -- 2020-04-07\n-------------------\n\nSecurity\n~~~~~~~~\n\n- Prevent users from receiving an invalid "
+        "authority parsed from a malicious\n  URL. Previously we did not stop parsing the authority section at the "
+        "first\n  backslash character.\n\nBug Fixes and Features\n~~~~~~~~~~~~~~~~~~~~~~\n\n- Add ``from_uri`` to "
+        "``URIBuilder``.\n")
+    (notes / "index.rst").write_text("Release Notes\n=============\n\n.. toctree::\n\n    1.4.0\n    1.3.2\n")
+    assert "docs/source/release-notes/1.4.0.rst" in changelog_files(tmp_path)
+    entry, source, _ = mine.match_changelog(tmp_path, "1.4.0", {"authority"}, {"abnf_regexp"})
+    assert source == "docs/source/release-notes/1.4.0.rst" and entry.startswith("Prevent users from receiving")
+    assert mine.match_changelog(tmp_path, "1.4.0", {"from_uri", "URIBuilder"}, set())[0].startswith("Add ``from_uri``")
+    assert mine.match_changelog(tmp_path, "1.3.2", {"authority"}, set()) == ("", "", 0.0)
