@@ -269,6 +269,20 @@ def _bad_failure(d: dict[str, str]) -> bool:
                           r"unexpected keyword argument", msg))
 
 
+def _collect_error(r: Any) -> str:
+    """``path: message`` of a run's first collection error (e.g. a new test module importing what the old
+    release lacks).
+
+    >>> from frog_gym.grading.runner import RunResult
+    >>> _collect_error(RunResult({}, 1, "", None, {"t.py": {"message": "E   ImportError: no x"}}, ["t.py"]))
+    't.py: ImportError: no x'
+    """
+    first = r.collect_errors[0]
+    d = r.details.get(first, {})
+    msg = re.sub(r"^E\s+", "", str(d.get("message") or d.get("exc_type") or "")).strip().splitlines()
+    return f"{first}: {(msg or ['error'])[0][:160]}"
+
+
 def _prepare_release(spec: RepoSpec, rel: Release) -> PreparedRepo:
     return prepare(fetch_release(spec, rel))
 
@@ -359,6 +373,9 @@ def _mine(pair: _Pair, spec: RepoSpec, a: Release, b: Release, res: PairResult, 
             pair.old = relocked
             on_old = pair.run(pair.old, pair.base, test_changes, targets, details=True)
             st_old = _statuses(on_old)
+    if not st_old and on_old.collect_errors and not on_old.infra_failure:
+        res.test_runs = pair.runs
+        return done("skipped", f"no changed test module imports on {a.version} ({_collect_error(on_old)})")
     if not st_old:
         res.test_runs = pair.runs
         why = on_old.infra_failure or (on_old.note.strip().splitlines() or ["no test ran"])[0][:160]

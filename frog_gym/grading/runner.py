@@ -307,9 +307,17 @@ def read_report(path: Path, ids: tuple[str, ...] | None, exit_code: int | None, 
             note = f"pytest exited with {exit_code} (an honest graded run exits 1); not trusted"
             statuses = {t: TestStatus.FAILED for t in statuses}
     elif all(s.ok for p in (passes or [statuses]) for s in p.values()) and exit_code != 0:
-        note = f"every selected test passed but pytest exited with {exit_code}; not trusted"
-        statuses = {t: TestStatus.FAILED for t in statuses}
-        passes = [statuses for _ in passes]
+        errors = [str(e) for e in report.get("collect_errors", [])]
+        if exit_code == 1 and errors:
+            # --continue-on-collection-errors: the modules that did not import are what failed; the tests
+            # that were collected ran, and what they say stands (a miner's new test module importing an API
+            # the old release lacks, a test dependency the lock does not have)
+            note = f"{len(errors)} test module(s) failed to collect: {', '.join(errors[:3])}"
+        else:
+            what = "every selected test passed" if statuses else "no selected test ran"
+            note = f"{what} but pytest exited with {exit_code}; not trusted"
+            statuses = {t: TestStatus.FAILED for t in statuses}
+            passes = [statuses for _ in passes]
     return RunResult(statuses, exit_code, note, None, report.get("details", {}), report.get("collect_errors", []),
                      seconds, passes, float(report.get("cpu_seconds", 0.0)), output=output,
                      collected=int(report.get("collected", 0)))
