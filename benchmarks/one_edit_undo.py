@@ -44,6 +44,7 @@ import tokenize
 from collections import Counter
 from pathlib import Path
 
+from frog_gym.generators.bugsize import MAX_UNDONE, MIN_MEDIAN_LINES
 from frog_gym.generators.operators import FAMILIES
 from frog_gym.generators.undo import UndoCache, sample_shares
 
@@ -209,6 +210,11 @@ def main() -> None:
     print("\ngold patches (files / hunks / changed lines; token distance to the buggy code):")
     for kind, rows_ in shapes.items():
         print(f"  {kind:10} {shape_summary(rows_)}")
+    single_median = statistics.median(s[2] for s in shapes["single"]) if shapes["single"] else 0
+    share = undone / max(1, single)
+    print(f"\nissue 22 targets (generators/bugsize.py): single-bug median changed lines {single_median:g} "
+          f"(>= {MIN_MEDIAN_LINES}: {'met' if single_median >= MIN_MEDIAN_LINES else 'not met'}), undone by one "
+          f"edit {share:.1%} (<= {MAX_UNDONE:.0%}: {'met' if share <= MAX_UNDONE else 'not met'})")
     print(f"({len(sources)} source files sampled, {time.monotonic() - t0:.0f} s)")
     if args.json:
         with open(args.json, "w") as f:

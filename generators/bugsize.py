@@ -9,7 +9,7 @@ single-bug task with an easy one (one edit undoes it) as a combined task and ret
 every retirement takes one small, one-edit bug out of the single-bug pool and puts one combined task in.
 :func:`plan` says how many retirements meet both targets; a repository whose small bugs that one edit does
 not undo (a removed statement, a dropped argument) outnumber its big ones cannot get there by retiring and
-needs new multi-line tasks (``frog-gym generate REPO --families`` with `MULTI_LINE_FAMILIES`), which the plan
+needs new multi-line tasks (``frog-gym generate REPO --families`` with `BIG_FAMILIES`), which the plan
 says as ``need_big``.
 
 Run: ``python -m frog_gym.generators.bugsize [REPO ...|--all] [--apply] [--seed 0]`` prints the plan per
@@ -25,21 +25,19 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from frog_gym.generators.hunks import changed_lines
+
 MIN_MEDIAN_LINES = 4
 MAX_UNDONE = 0.40
 MULTI_LINE_FAMILIES = ("duplicated_branch_body", "wrong_variable_in_block", "dropped_else_branch",
-                       "misplaced_accumulator_reset", "moved_loop_update")
-"""The families whose bugs span lines (issue 22); generate with them to add big single-bug tasks."""
-
-
-def changed_lines(patch: str) -> int:
-    """``-`` and ``+`` lines of a unified diff (headers left out).
-
-    Example:
-        >>> changed_lines("--- a/m.py\\n+++ b/m.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n")
-        2
-    """
-    return sum(1 for ln in patch.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++ ", "--- ")))
+                       "misplaced_accumulator_reset", "moved_loop_update", "missing_state_update",
+                       "repeated_comparison_flip", "swapped_blocks")
+"""The families whose bugs span lines (issue 22); no candidate edit undoes one of their bugs."""
+BIG_FAMILIES = ("duplicated_branch_body", "missing_state_update", "repeated_comparison_flip", "swapped_blocks",
+                "wrong_variable_in_block")
+"""The multi-line families whose gold patches change at least ``MIN_MEDIAN_LINES`` lines (3 at the least for
+duplicated_branch_body; the others move or drop one line as often as not): generate with these to add big
+single-bug tasks, ``frog-gym generate REPO --families`` and a ``--max-tasks`` above the repository's count."""
 
 
 @dataclass(frozen=True)
@@ -131,10 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         spec = load_repo(name)  # an unknown name fails here, with a did-you-mean
         pl = plan(name, sizes_of(spec, _records(tasks_path(spec, cfg))))
-        if args.apply and pl.retire:
-            print(describe(harden(spec, cfg, pl.retire, progress=False,
-                                  anchors=tuple(HARD_FAMILIES) + MULTI_LINE_FAMILIES)), flush=True)
+        for _round in range(3 if args.apply else 0):  # a retired task may leave a pair untried: plan again
+            if not pl.retire:
+                break
+            done = harden(spec, cfg, pl.retire, progress=False, anchors=tuple(HARD_FAMILIES) + MULTI_LINE_FAMILIES,
+                          easy_below=MIN_MEDIAN_LINES)
+            print(describe(done), flush=True)
             pl = plan(name, sizes_of(spec, _records(tasks_path(spec, cfg))))
+            if not done.combined:
+                break
         ok, share = pl.after()
         print(f"{name:16} singles {pl.singles:4}  big {pl.big:4}  undone {pl.undone:4}  small kept {pl.small_kept:4}"
               f"  retire {pl.retire:4}  need big {pl.need_big:4}  after: undone {share:5.1%}, median>=4 {ok}",

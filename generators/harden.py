@@ -27,6 +27,7 @@ from collections import Counter
 from typing import Callable, Iterator
 
 from frog_gym.generators import coverage_map, statements
+from frog_gym.generators.hunks import changed_lines
 from frog_gym.generators.synthesis import GENERATOR, Candidate, GenerateConfig, Site, Summary, _bar, _ordered, _Pool, _reason_class, _Rejections, _sha8, combinable, combination_tests, make_task, tasks_path
 from frog_gym.generators.taskfiles import append_task, read_existing, rewrite_task_file
 from frog_gym.generators.undo import UndoCache
@@ -104,8 +105,10 @@ def _fields(s: dict) -> dict:
 
 
 def harden(spec: RepoSpec, cfg: GenerateConfig, want: int, progress: bool = True,
-           anchors: tuple[str, ...] | None = None) -> Summary:
-    """Make up to ``want`` combined tasks of one repository as the module docstring says."""
+           anchors: tuple[str, ...] | None = None, easy_below: int | None = None) -> Summary:
+    """Make up to ``want`` combined tasks of one repository as the module docstring says; with ``easy_below``,
+    only easy tasks whose gold patch changes fewer lines than that are retired (a big bug that one edit undoes,
+    a swapped ``if``/``else``, stays a single-bug task: retiring it would shrink the pool's big bugs)."""
     import time
 
     start = time.monotonic()
@@ -143,6 +146,8 @@ def harden(spec: RepoSpec, cfg: GenerateConfig, want: int, progress: bool = True
 
     def fit(a: dict, e: dict) -> bool:
         iid = combo_id(a, e)
+        if easy_below is not None and changed_lines(e.get("patch", "")) >= easy_below:
+            return False
         return iid not in known_ids and iid not in rejections.seen and bool(undone(e))
 
     def cands() -> Iterator[Candidate]:

@@ -96,3 +96,13 @@ def minimize(items: list[Any], passes: Callable[[list[Any]], bool], budget: list
                 break
             n = min(2 * n, len(items))
     return items
+
+
+def changed_lines(patch: str) -> int:
+    """``-`` and ``+`` lines of a unified diff (headers left out).
+
+    Example:
+        >>> changed_lines("--- a/m.py\\n+++ b/m.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2\\n")
+        2
+    """
+    return sum(1 for ln in patch.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++ ", "--- ")))

@@ -25,6 +25,9 @@ MULTI_LINE = {
     "dropped_else_branch": 2,
     "misplaced_accumulator_reset": 2,
     "moved_loop_update": 2,
+    "swapped_blocks": 4,
+    "repeated_comparison_flip": 4,
+    "missing_state_update": 4,
 }
 PROPERTY = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -179,6 +182,63 @@ def test_moved_loop_update() -> None:
     ]
     unread = "def f(xs):\n    for x in xs:\n        a(x)\n        b(x)\n        last = x\n    return last\n"
     assert outputs("moved_loop_update", unread) == []
+
+
+def test_swapped_blocks() -> None:
+    source = (
+        "def total(self, xs):\n    n = 0\n"
+        "    # count the new items\n    for x in xs:\n        n += 1\n\n"
+        "    if n > self.limit:\n        n = self.limit\n    return n\n"
+    )
+    assert outputs("swapped_blocks", source) == [
+        "def total(self, xs):\n    n = 0\n"
+        "    if n > self.limit:\n        n = self.limit\n\n"
+        "    # count the new items\n    for x in xs:\n        n += 1\n    return n\n"
+    ]
+
+
+def test_swapped_blocks_needs_a_dependency_two_lines_each_and_no_use_before_assignment() -> None:
+    independent = "def f(a, b):\n    if a:\n        g(a)\n    if b:\n        h(b)\n"
+    one_line = "def f(a):\n    a.x = 1\n    if a.x:\n        g(a)\n"
+    first_bound = "def f(a):\n    for x in a:\n        t = x\n    if t:\n        g(t)\n"
+    module_level = "if a:\n    b = 1\nif b:\n    c = 2\n"
+    for source in (independent, one_line, first_bound, module_level):
+        assert outputs("swapped_blocks", source) == []
+    rebound = "def f(a, t):\n    for x in a:\n        t = x\n    if t:\n        g(t)\n"
+    assert len(outputs("swapped_blocks", rebound)) == 1  # ``t`` has a value already: the order is the bug
+
+
+def test_repeated_comparison_flip() -> None:
+    source = (
+        "def scan(s, i, n):\n    while i < n and s[i] == ' ':\n        i += 1\n"
+        "    if i >= n or [j for j in s if j < 0]:\n        return None\n    return i <= len(s)\n"
+    )
+    got = find_mutations(source, families=["repeated_comparison_flip"])
+    assert [m.description for m in got] == [  # in source order: both start at ``i < n``, ``n``'s ends first
+        "2 comparisons of `n` made inclusive/exclusive the other way in scan()",
+        "3 comparisons of `i` made inclusive/exclusive the other way in scan()",
+    ]
+    assert got[1].apply(source) == source.replace("i < n", "i <= n").replace("i >= n", "i > n").replace(
+        "i <= len", "i < len")
+    # one comparison, or several on one line, is a one-line fix: left to comparison_flip
+    assert outputs("repeated_comparison_flip", "def f(a, b):\n    return a < b and a > 0\n") == []
+
+
+def test_missing_state_update() -> None:
+    source = (
+        "class Stack:\n    def __init__(self):\n        self.items = []\n        self.size = 0\n"
+        "        self.top = None\n        self.log = []\n\n"
+        "    def push(self, x, n):\n        y = x\n        self.items.append(x)\n        self.size += 1\n"
+        "        self.top = x\n        n = n + 1\n        return y, n\n"
+    )
+    # ``y = x`` is a first binding (a definition), ``n = n + 1`` a new value of a bound name; __init__ is left
+    assert outputs("missing_state_update", source) == [
+        source.replace("        self.items.append(x)\n        self.size += 1\n        self.top = x\n"
+                       "        n = n + 1\n", "")
+    ]
+    short = "def f(self, x):\n    self.a = x\n    self.b = x\n    return x\n"
+    whole = "def f(self, x):\n    self.a = x\n    self.b = x\n    self.c = x\n    self.d = x\n"
+    assert outputs("missing_state_update", short) == outputs("missing_state_update", whole) == []
 
 
 @pytest.mark.parametrize("family", sorted(MULTI_LINE))

@@ -361,6 +361,9 @@ def test_harden_pairs_a_hard_bug_with_an_easy_one_and_retires_the_easy_single(fi
     assert easy, "the fixture should yield bugs one candidate edit undoes"
     # any family can be the anchor: take the family of a task that is *not* the only one of its function
     anchor_fam = sorted({t["provenance"]["sites"][0]["family"] for t in before.values()})[0]
+    # bugsize's size policy retires only small easy bugs: none changes fewer than one line, so nothing pairs
+    assert harden(spec, cfg, 1, progress=False, anchors=(anchor_fam,), easy_below=1).combined == 0
+    assert {t["instance_id"] for t in read_existing(path)} == set(before)
     s = harden(spec, cfg, 1, progress=False, anchors=(anchor_fam,))
     after = read_existing(path)
     combos = [t for t in after if t.get("provenance", {}).get("harden")]
