@@ -44,3 +44,27 @@ def together():
         return wait
 
     return make
+
+
+@pytest.fixture(scope="session")
+def git_source():
+    """A factory for fixture repositories with a git source: ``make(folder, {path: text})`` writes the files,
+    commits them as one commit (fixed author and date, no user or system git configuration) and returns the
+    commit's sha."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+
+    def make(folder, files):
+        for rel, text in files.items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_text(text)
+        for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "fixture"]):
+            subprocess.run(cmd, cwd=folder, env=env, check=True)
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    return make

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import ast
 import difflib
-import os
 import random
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,10 +27,6 @@ from frog_gym.grading import impact
 from frog_gym.grading.grade import ResolvedStatus, grade
 from frog_gym.grading.runner import _patched, patch_files
 from frog_gym.sandbox.workspace import Change, Workspace, template_for
-
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
-           "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
 
 CALC = '''"""A tiny library for the test-impact tests."""
 
@@ -211,17 +205,10 @@ BUGGY = CALC.replace("    if x < lo:\n        return lo", "    if x < lo:\n     
 
 
 @pytest.fixture(scope="module")
-def calc_task(tmp_path_factory):
+def calc_task(tmp_path_factory, git_source):
     src = tmp_path_factory.mktemp("calcimpact")
-    (src / "calc.py").write_text(CALC)
-    (src / "test_calc.py").write_text(TESTS)
-    (src / "words.py").write_text(WORDS)
-    (src / "meta.py").write_text(META)
-    (src / "test_words.py").write_text(WORDS_TESTS)
-    (src / "test_props.py").write_text(PROPS)
-    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "calc"]):
-        subprocess.run(cmd, cwd=src, env=GIT_ENV, check=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True).stdout.strip()
+    commit = git_source(src, {"calc.py": CALC, "test_calc.py": TESTS, "words.py": WORDS, "meta.py": META,
+                              "test_words.py": WORDS_TESTS, "test_props.py": PROPS})
     path = tmp_path_factory.mktemp("specs") / "calcimpact.toml"
     path.write_text(SPEC.format(name="calcimpact", path=src, commit=commit))
     repo = prepare(load_repo_file(path))

@@ -697,3 +697,25 @@ def scope_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AS
         yield node
         if not isinstance(node, _NEW_SCOPES):
             stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def chain_key(node: ast.AST) -> str | None:
+    """``x``, ``self.a.b`` for a name or attribute chain; the chain's key for an item of it (``x[k]`` -> ``x``);
+    None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = chain_key(node.value)
+        return f"{inner}.{node.attr}" if inner else None
+    if isinstance(node, ast.Subscript):
+        return chain_key(node.value)
+    return None
+
+
+def bound_before(func: ast.AST, line: int) -> set[str]:
+    """Names ``func`` binds before ``line``: its parameters and every name stored on an earlier line."""
+    a = func.args  # type: ignore[attr-defined]
+    out = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p}
+    out.update(n.id for n in ast.walk(func) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+               and n.lineno < line)
+    return out

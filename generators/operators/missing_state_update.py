@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Container
 
-from .base import Mutation, SourceMap, last_line, snippet
+from .base import Mutation, SourceMap, bound_before, last_line, snippet
 
 FAMILY = "missing_state_update"
 MIN_LINES = 4
@@ -76,15 +76,6 @@ def _loop_names(stmt: ast.stmt) -> set[str]:
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
-def _bound_before(func: ast.AST, line: int) -> set[str]:
-    """Names ``func`` binds before ``line``: its parameters and every name stored on an earlier line."""
-    a = func.args  # type: ignore[attr-defined]
-    out = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p}
-    out.update(n.id for n in ast.walk(func) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-               and n.lineno < line)
-    return out
-
-
 def _names_read(stmts: list[ast.stmt]) -> set[str]:
     return {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
@@ -109,7 +100,7 @@ def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) 
             continue
         i = 0
         while i < len(block):
-            bound = _bound_before(func, block[i].lineno)
+            bound = bound_before(func, block[i].lineno)
             if not _updates(block[i], _names_read(block[i + 1:]), bound):
                 i += 1
                 continue

@@ -16,21 +16,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Container
 
-from .base import Mutation, SourceMap, snippet
+from .base import Mutation, SourceMap, chain_key, snippet
 
 FAMILY = "reordered_statements"
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)
-
-
-def _key(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _key(node.value)
-        return f"{inner}.{node.attr}" if inner else None
-    if isinstance(node, ast.Subscript):
-        return _key(node.value)
-    return None
 
 
 def _writes(stmt: ast.stmt) -> set[str]:
@@ -44,7 +33,7 @@ def _writes(stmt: ast.stmt) -> set[str]:
     out = set()
     for t in targets:
         for n in ast.walk(t):
-            k = _key(n) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)) else None
+            k = chain_key(n) if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)) else None
             if k:
                 out.add(k)
     return out
@@ -55,7 +44,7 @@ def _reads(stmt: ast.stmt) -> set[str]:
     if value is None:
         return set()
     return {k for n in ast.walk(value) if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(
-        getattr(n, "ctx", None), ast.Load) and (k := _key(n))}
+        getattr(n, "ctx", None), ast.Load) and (k := chain_key(n))}
 
 
 def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) -> list[Mutation]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Container
 
-from .base import Mutation, SourceMap, last_line, snippet
+from .base import Mutation, SourceMap, bound_before, chain_key, last_line, snippet
 from .duplicated_branch_body import fewest_changed_lines
 
 FAMILY = "swapped_blocks"
@@ -40,18 +40,6 @@ _UPDATERS = frozenset({"append", "extend", "update", "add", "insert", "pop", "re
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
-def _key(node: ast.AST) -> str | None:
-    """``x``, ``self.a.b`` for a name or attribute chain; the chain's key for an item of it (``x[k]`` -> ``x``)."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _key(node.value)
-        return f"{inner}.{node.attr}" if inner else None
-    if isinstance(node, ast.Subscript):
-        return _key(node.value)
-    return None
-
-
 def effects(stmt: ast.stmt) -> tuple[set[str], set[str]]:
     """``(written, read)`` keys of a statement and everything nested in it (nested scopes left out)."""
     written: set[str] = set()
@@ -61,14 +49,14 @@ def effects(stmt: ast.stmt) -> tuple[set[str], set[str]]:
         node = stack.pop()
         if isinstance(node, _SCOPES) and node is not stmt:
             continue
-        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and (k := _key(node)):
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and (k := chain_key(node)):
             (read if isinstance(node.ctx, ast.Load) else written).add(k)
             if isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
                 read.add(k)  # an item store keeps the container
-        elif isinstance(node, ast.AugAssign) and (k := _key(node.target)):
+        elif isinstance(node, ast.AugAssign) and (k := chain_key(node.target)):
             read.add(k)
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _UPDATERS
-              and (k := _key(node.func.value))):
+              and (k := chain_key(node.func.value))):
             written.add(k)
         stack.extend(ast.iter_child_nodes(node))
     return written, read
@@ -89,15 +77,6 @@ def depends(a: ast.stmt, b: ast.stmt) -> bool:
     wb, rb = effects(b)
     wa, wb = _prefixes(wa), _prefixes(wb)
     return bool(wa & (rb | wb) or wb & ra)
-
-
-def _bound_before(func: ast.AST, line: int) -> set[str]:
-    """Names ``func`` binds before ``line``: its parameters and every name stored on an earlier line."""
-    a = func.args  # type: ignore[attr-defined]
-    out = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if p}
-    out.update(n.id for n in ast.walk(func) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
-               and n.lineno < line)
-    return out
 
 
 def _with_comments(sm: SourceMap, stmt: ast.stmt, start: int) -> int:
@@ -140,7 +119,7 @@ def find(source: str, tree: ast.Module, *, lines: Container[int] | None = None) 
         # ``b`` first must not read a name only ``a`` binds: a use before assignment is no subtle slip
         first_bound = {n.id for n in ast.walk(a) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         read_b = {n.id for n in ast.walk(b) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        if read_b & (first_bound - _bound_before(owner[a], a.lineno)):
+        if read_b & (first_bound - bound_before(owner[a], a.lineno)):
             continue
         new = text_b + gap + text_a
         if fewest_changed_lines(text_a + gap + text_b, new) < MIN_CHANGED:

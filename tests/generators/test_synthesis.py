@@ -9,7 +9,6 @@ pointing at the local path); its venv is built once into the real cache like any
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 from pathlib import Path
@@ -29,10 +28,6 @@ from frog_gym.catalog.snapshot import prepare
 from frog_gym.catalog.spec import load_repo_file
 from frog_gym.catalog.task import load_task, task_index
 from frog_gym.sandbox.workspace import Change, Workspace, apply_patch
-
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
-           "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
 
 CALC = '''"""A tiny library for the generator's tests."""
 
@@ -138,14 +133,9 @@ mutable = ["calc.py"]
 
 
 @pytest.fixture(scope="module")
-def fixture_repo(tmp_path_factory):
+def fixture_repo(tmp_path_factory, git_source):
     src = tmp_path_factory.mktemp("calcrepo")
-    (src / "calc.py").write_text(CALC)
-    (src / "test_calc.py").write_text(TESTS)
-    (src / "test_other.py").write_text(OTHER)
-    for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "calc"]):
-        subprocess.run(cmd, cwd=src, env=GIT_ENV, check=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=src, capture_output=True, text=True).stdout.strip()
+    commit = git_source(src, {"calc.py": CALC, "test_calc.py": TESTS, "test_other.py": OTHER})
     specs = tmp_path_factory.mktemp("specs")
     path = specs / "calcfixture.toml"
     path.write_text(SPEC.format(name="calcfixture", path=src, commit=commit))
