@@ -309,6 +309,9 @@ def test_a_function_that_leaves_state_behind_runs_everything(calc_task, monkeypa
     ("def f(v):\n    global N\n    N = v", True),
     ("def f(o, v):\n    setattr(o, 'x', v)", True),
     ("def f():\n    def g():\n        nonlocal x\n    x = 1", True),
+    ("def f(v):\n    import mod as m\n    m.attr = v", True),  # a module imported here is no local object
+    ("def f(v):\n    m = MOD\n    m.attr = v", True),  # nor an alias of a module's object
+    ("def f(v):\n    cache = _CACHE\n    cache.update(v=v)", True),
     ("def f(self, v):\n    self.v = v\n    self.items.append(v)", False),  # the caller's object
     ("def f(v):\n    out = {}\n    out[v] = 1\n    out.update(a=1)\n    return out", False),
     ("def f(v):\n    return sorted(DATA) + [v]", False),

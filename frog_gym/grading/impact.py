@@ -210,8 +210,9 @@ def writes_shared_state(fn: ast.AST) -> bool:
     without running the function: a ``global`` or ``nonlocal`` declaration; an assignment, augmented assignment
     or ``del`` of an attribute or item of a name the function does not bind (a module's object, a closure's);
     a mutating method (``append``, ``update``, ...) called on such an object; ``setattr``, ``globals()``,
-    ``exec`` and the like. Its parameters' objects (``self``) count as the caller's, as test-impact tools
-    assume.
+    ``exec`` and the like. A module imported in the function, or a name bound to an existing object
+    (``m = MOD``), is not the call's own. Its parameters' objects (``self``) and what a call returns count as
+    the caller's, as test-impact tools assume.
 
     Example:
         >>> writes_shared_state(ast.parse("def f(k, v):\\n    _CACHE[k] = v").body[0])
@@ -221,13 +222,19 @@ def writes_shared_state(fn: ast.AST) -> bool:
     """
     local = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
     local |= {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None}
+    aliases = set()  # a module imported here, or a name bound to an existing object (m = MOD): not the call's own
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             local.add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            local |= {(a.asname or a.name).split(".")[0] for a in node.names}
+            aliases |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and isinstance(
+                node.value, (ast.Name, ast.Attribute, ast.Subscript)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            aliases |= {t.id for t in targets if isinstance(t, ast.Name)}
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not fn:
             local.add(node.name)
+    local -= aliases
 
     def shared(target: ast.AST) -> bool:
         root = _root(target)
