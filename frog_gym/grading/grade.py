@@ -221,11 +221,13 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     verdict = replaying.result() if replaying is not None else None
     if verdict is not None and not verdict.passed:
         r.note = "; ".join(filter(None, [r.note, f"the behavioural oracle disagrees: {verdict.mismatch}"]))
-    if selection is not None and not (r.infra_failure or r.tampering):
+    carried = {t: TestStatus(s) for t, s in selection.inferred.items()} if selection is not None else {}
+    statuses = {**r.statuses, **carried}
+    if carried and not (r.infra_failure or r.tampering):
         # The log reads as SWE-bench reads one: a status for every selected test, the carried-over ones listed
         # after the results as not run.
-        logged = replace(r, statuses={**r.statuses, **{t: TestStatus(s) for t, s in selection.inferred.items()}})
-        log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, logged, inferred=tuple(selection.inferred))
+        log_path = write_test_log(cache.with_suffix(".log"), task.selected_tests, replace(r, statuses=statuses),
+                                  inferred=tuple(carried))
     else:
         log_path = write_test_log(cache.with_suffix(".log"), run_ids, r)
     if r.infra_failure:
@@ -237,9 +239,6 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
                              log_path=log_path)
         _store(cache, report)
         return report
-    statuses = dict(r.statuses)
-    if selection is not None:
-        statuses.update({t: TestStatus(s) for t, s in selection.inferred.items()})
     resolved, f2p, p2p = judge(task, statuses)
     if verdict is not None and not verdict.passed and resolved is ResolvedStatus.FULL:
         # The tests passed in a process that ran the agent's code; the oracle's replay, compared on the host,
@@ -249,7 +248,7 @@ def grade(repo: PreparedRepo, task: Task, template: Template, changes: list[Chan
     report = GradeReport(resolved, {t: s.value for t, s in statuses.items()}, f2p, p2p, r.exit_code,
                          time.monotonic() - start, tests_discarded, None, r.note, discarded=discarded,
                          log_path=log_path, oracle=verdict.to_dict() if verdict is not None else None,
-                         inferred=sorted(selection.inferred) if selection is not None else [])
+                         inferred=sorted(carried))
     _store(cache, report)
     return report
 

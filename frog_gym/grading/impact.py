@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import json
 import os
 from collections.abc import Iterable
@@ -274,15 +275,23 @@ def changed_functions(old: bytes, new: bytes) -> list[tuple[int, int]] | None:
     return None if found is None else [(first, last) for first, last, _ in found]
 
 
-def _changed(old: bytes, new: bytes) -> list[tuple[int, int, int]] | None:
-    """:func:`changed_functions`, each span with the first line of the function's code (its docstring aside)."""
+@functools.lru_cache(maxsize=256)
+def _parsed(source: bytes) -> tuple[str, list[tuple[str, ast.AST]]] | None:
+    """A file's shape (:func:`_shape`) and outermost functions, or None when it does not parse; kept, since the
+    snapshot's side of a file is the same at every grade of a task (the nodes are read, never changed)."""
     try:
-        a, b = ast.parse(old), ast.parse(new)
+        tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    if _shape(a) != _shape(b):
+    return _shape(tree), _functions(tree)
+
+
+def _changed(old: bytes, new: bytes) -> list[tuple[int, int, int]] | None:
+    """:func:`changed_functions`, each span with the first line of the function's code (its docstring aside)."""
+    pa, pb = _parsed(old), _parsed(new)
+    if pa is None or pb is None or pa[0] != pb[0]:
         return None
-    fa, fb = _functions(a), _functions(b)
+    fa, fb = pa[1], pb[1]
     if [k for k, _ in fa] != [k for k, _ in fb]:  # the shapes agree, so this cannot differ; kept as a guard
         return None
     out = []

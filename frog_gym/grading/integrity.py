@@ -68,7 +68,7 @@ def grading_code_digest() -> str:
                      "_plugin/frog_key.py", "_plugin/frog_guard.py", "_plugin/frog_seal.py", "_plugin/frog_vault.py",
                      "_plugin/frog_server.py", "_plugin/frog_boot.py", "_plugin/sitecustomize.py", "grading/oracle.py",
                      "_plugin/frog_oracle.py", "_plugin/frog_fork.py", "_plugin/frog_oracle_server.py",
-                     "grading/oracle_server.py"):
+                     "grading/oracle_server.py", "grading/grade.py", "grading/impact.py", "_plugin/frog_coverage.py"):
             h.update(resources.files("frog_gym").joinpath(name).read_bytes())
         _DIGEST = h.hexdigest()[:16]
     return _DIGEST
