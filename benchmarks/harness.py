@@ -143,11 +143,13 @@ def one_side(task_ids: list[str], impact: bool = False) -> dict[str, Any]:
 
 
 def warm_up(task_ids: list[str], impact: bool = False) -> None:
-    """Build venvs, templates and the grading servers' preload lists (with ``impact``, the coverage maps) once,
-    outside every timing."""
+    """Build venvs, templates and the grading servers' preload lists (with ``impact``, the coverage maps), and keep
+    the static check's analyses of each task's starting and pristine files, once, outside every timing (what a
+    machine has once it has graded a task: both sides read them)."""
     import gymnasium as gym
 
-    from frog_gym.grading import server as grading_server
+    from frog_gym.grading import integrity, server as grading_server
+    from frog_gym.grading.runner import _pristine, patch_files
     from frog_gym.catalog.snapshot import prepare
     from frog_gym.catalog.spec import load_repo
     from frog_gym.catalog.task import load_task
@@ -157,18 +159,24 @@ def warm_up(task_ids: list[str], impact: bool = False) -> None:
     for t in task_ids:
         env.reset(options={"task_id": t})
     env.close()
+
     seen = set()
     for t in task_ids:
         task = load_task(t)
+        repo = prepare(load_repo(task.repo))
+        template = template_for(repo, task.bug_patch, t)
+        for path in patch_files(task.patch):
+            pristine = _pristine(repo, task, template, path)
+            if (template.root / path).is_file() and pristine is not None:
+                integrity.keep_analysis(path, (template.root / path).read_bytes())
+                integrity.keep_analysis(path, pristine)
         if task.repo not in seen:
             seen.add(task.repo)
-            repo = prepare(load_repo(task.repo))
             if impact:
                 from frog_gym.generators import coverage_map
 
                 coverage_map.build(repo)
-            grading_server.preload_list(repo, template_for(repo, task.bug_patch, t),
-                                        grading_server._owned_modules(repo.tree, repo.spec.install.import_paths))
+            grading_server.preload_list(repo, template, grading_server._owned_modules(repo.tree, repo.spec.install.import_paths))
 
 
 def main() -> None:

@@ -11,7 +11,8 @@ def home() -> Path:
 
     Layout: ``sdists/`` (verified source archives by sha256), ``snapshots/`` (unpacked trees, content
     addressed), ``venvs/`` (one per repository and lock), ``templates/`` (per task: the buggy tree as a
-    one-commit git repository), ``work/`` (episode workspaces), ``grades/`` (cached grades), ``locks/``.
+    one-commit git repository), ``work/`` (episode workspaces), ``grades/`` (cached grades), ``analyses/`` (the static
+    check's analyses of files no agent wrote), ``locks/``.
     """
     root = Path(os.environ.get("FROG_GYM_HOME") or Path.home() / ".cache" / "frog-gym")
     try:

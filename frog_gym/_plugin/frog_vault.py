@@ -562,17 +562,20 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         its class's module's, by the module's file."""
         if not changed:
             return []
-        files = {}
+        files, loaded = {}, []
 
         def file_of(module):  # a module's __file__ (str), looked up only for a generated method of changed code
-            if not files:
-                for name, m in list_(dict_items(modules)):
-                    if type_(name) is str_type and type_(m) is module_type:
-                        for k, v in dict_items(module_dict(m)):
-                            if type_(k) is str_type and k == "__file__":
-                                files[name] = v if type_(v) is str_type else None
-                files[None] = None
-            return files.get(module)
+            if module not in files:  # (exact str keys only, here and in the index: no hash of the package's runs)
+                if not loaded:  # the modules loaded now, by exact str name, taken once per call
+                    loaded.append({name: m for name, m in list_(dict_items(modules))
+                                   if type_(name) is str_type and type_(m) is module_type})
+                m, found = loaded[0].get(module), None
+                if m is not None:  # that module's dictionary alone, item by item
+                    for k, v in dict_items(module_dict(m)):
+                        if type_(k) is str_type and k == "__file__":
+                            found = v if type_(v) is str_type else None
+                files[module] = found
+            return files[module]
 
         prefix, out = root + "/", []
         for cls in classes_with_slots():

@@ -45,6 +45,7 @@ import functools
 import hashlib
 import hmac
 import json
+import os
 import random
 import re
 import sys
@@ -836,6 +837,61 @@ def _analysis(path: str, source: bytes) -> tuple[tuple[_Hit, ...], frozenset[tup
     return tuple(walk.hits), frozenset(vocabulary)
 
 
+def _analysis_key(path: str, source: bytes) -> str:
+    """What a kept analysis is filed under: the rules (this module's own code), the interpreter's ``ast``, the path
+    (it decides the file's own package) and the source."""
+    global _RULES_DIGEST
+    if _RULES_DIGEST is None:
+        with open(__file__, "rb") as f:
+            _RULES_DIGEST = hashlib.sha256(f.read()).hexdigest()
+    h = hashlib.sha256(f"{_RULES_DIGEST}\0{sys.version_info[:2]}\0{path}\0".encode())
+    h.update(source)
+    return h.hexdigest()
+
+
+_RULES_DIGEST: str | None = None
+
+
+@functools.lru_cache(maxsize=512)
+def _kept_analysis(path: str, source: bytes) -> tuple[tuple[_Hit, ...], frozenset[tuple[str, str]]] | None:
+    """:func:`_analysis` of a file no agent wrote (a task's starting file, the repository's own), kept on disk in
+    ``$FROG_GYM_HOME/analyses`` (host-only: no sandbox mounts it), so that a process grading a task for the first
+    time does not walk files another process already walked. The agent's own files are never kept. An entry that
+    does not read back as written is analysed again."""
+    from frog_gym import paths
+
+    key = _analysis_key(path, source)
+    f = paths.home() / "analyses" / key[:2] / f"{key}.json"
+    try:
+        d = json.loads(f.read_text(encoding="utf-8"))
+        if d.get("key") == key:
+            if d["parsed"] is False:
+                return None
+            hits = tuple(_Hit((str(k[0]), str(k[1]), str(k[2])), (str(u[0]), str(u[1])) if u else None, int(line),
+                              str(text), str(why)) for k, u, line, text, why in d["hits"])
+            return hits, frozenset((str(a), str(b)) for a, b in d["vocabulary"])
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        pass
+    got = _analysis(path, source)
+    d = {"key": key, "parsed": got is not None,
+         "hits": [[list(h.key), list(h.unless) if h.unless else None, h.line, h.text, h.why] for h in got[0]] if got else [],
+         "vocabulary": sorted(got[1]) if got else []}
+    try:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(d), encoding="utf-8")
+        os.replace(tmp, f)
+    except OSError:
+        pass  # a read-only home: analysed again next time
+    return got
+
+
+def keep_analysis(path: str, source: bytes) -> None:
+    """Analyse a file no agent wrote (a task's starting file, the repository's own) and keep the result on disk
+    for every later process (what a grade does on its first visit of a task)."""
+    _kept_analysis(path, source)
+
+
 def tampering(path: str, old: bytes | None, new: bytes, pristine: bytes | None = None) -> list[str]:
     """What an edit of a Python file adds outside the allowlist, one reason per construct (empty: clean).
 
@@ -854,7 +910,7 @@ def tampering(path: str, old: bytes | None, new: bytes, pristine: bytes | None =
     now = _analysis(path, new)
     if now is None:
         return []
-    before = [a for a in (_analysis(path, old or b""), _analysis(path, pristine or b"")) if a is not None]
+    before = [a for a in (_kept_analysis(path, old or b""), _kept_analysis(path, pristine or b"")) if a is not None]
     vocabulary = frozenset().union(*(v for _, v in before))
     seen: Counter[tuple[str, str, str]] = Counter()
     for hits, _ in before:
@@ -954,11 +1010,17 @@ class, where a file the agent changed made it, is code that the repository's own
 def defined_names(source: bytes) -> dict[str, list[str]]:
     """What a module's source defines (``"code"``): every function, lambda, comprehension and class, by the
     qualified name CPython gives its code object (``f.<locals>.C.m``, ``C.<lambda>``). Source that does not parse
-    defines nothing."""
+    defines nothing. (A new dictionary each call, of a walk made once per source: a task's pristine file recurs at
+    every grade.)"""
+    return {"code": list(_defined_code(source))}
+
+
+@functools.lru_cache(maxsize=256)
+def _defined_code(source: bytes) -> tuple[str, ...]:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return {"code": []}
+        return ()
     code: set[str] = set()
 
     def visit(node: ast.AST, prefix: str) -> None:
@@ -989,7 +1051,7 @@ def defined_names(source: bytes) -> dict[str, list[str]]:
                 visit(child, prefix)
 
     visit(tree, "")
-    return {"code": sorted(code)}
+    return tuple(sorted(code))
 
 
 def sign(key: bytes, body: dict) -> str:
