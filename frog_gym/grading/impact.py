@@ -36,7 +36,6 @@ caught as above. ``tests/test_impact.py`` grades wrong fixes both ways and compa
 from __future__ import annotations
 
 import ast
-import copy
 import functools
 import json
 import os
@@ -183,14 +182,19 @@ def _span(node: ast.AST) -> tuple[int, int]:
     return first, node.end_lineno or node.lineno
 
 
-def _shape(tree: ast.Module) -> str:
+def _shape(tree: ast.Module, functions: list[tuple[str, ast.AST]] | None = None) -> str:
     """The module with every outermost function's code (its docstring aside) left out: what must be equal for
-    the functions' changes to be all there is."""
-    skeleton = copy.deepcopy(tree)
-    for _, node in _functions(skeleton):
-        doc, _ = _split_docstring(node.body)
-        node.body = [*doc, ast.Pass()]
-    return ast.dump(skeleton, include_attributes=False)
+    the functions' changes to be all there is. (The bodies are swapped out for the dump and put back: the tree is
+    left as it was.)"""
+    bodies = [(node, node.body) for _, node in (functions if functions is not None else _functions(tree))]
+    try:
+        for node, body in bodies:
+            doc, _ = _split_docstring(body)
+            node.body = [*doc, ast.Pass()]
+        return ast.dump(tree, include_attributes=False)
+    finally:
+        for node, body in bodies:
+            node.body = body
 
 
 _MUTATING_METHODS = frozenset({
@@ -276,14 +280,15 @@ def changed_functions(old: bytes, new: bytes) -> list[tuple[int, int]] | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _parsed(source: bytes) -> tuple[str, list[tuple[str, ast.AST]]] | None:
-    """A file's shape (:func:`_shape`) and outermost functions, or None when it does not parse; kept, since the
-    snapshot's side of a file is the same at every grade of a task (the nodes are read, never changed)."""
+def _parsed(source: bytes) -> tuple[str, list[tuple[str, ast.AST]], list[bytes]] | None:
+    """A file's shape (:func:`_shape`), outermost functions and lines, or None when it does not parse; kept, since
+    the snapshot's side of a file is the same at every grade of a task (the nodes are read, never changed)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    return _shape(tree), _functions(tree)
+    functions = _functions(tree)
+    return _shape(tree, functions), functions, source.split(b"\n")
 
 
 def _changed(old: bytes, new: bytes) -> list[tuple[int, int, int]] | None:
@@ -296,6 +301,11 @@ def _changed(old: bytes, new: bytes) -> list[tuple[int, int, int]] | None:
         return None
     out = []
     for (_, x), (_, y) in zip(fa, fb):
+        (a0, a1), (b0, b1) = _span(x), _span(y)
+        if pa[2][a0 - 1:a1] == pb[2][b0 - 1:b1]:  # the same text (decorators to last line): the same code
+            if a0 != b0:  # moved
+                out.append((a0, a1, _split_docstring(x.body)[1][0].lineno if _split_docstring(x.body)[1] else x.end_lineno))
+            continue
         edited = [ast.dump(s) for s in _split_docstring(x.body)[1]] != [ast.dump(s) for s in _split_docstring(y.body)[1]]
         if edited and (writes_shared_state(x) or writes_shared_state(y)):
             return None
