@@ -82,7 +82,7 @@ def test_broken_tasks_are_reported_with_the_reason(env, broken, tmp_path):
 
 
 def test_graded_order_groups_by_repository_venv():
-    ids = [VALID, OTHER, "iniconfig__early_return-083d7ef9", "inflection__handwritten-0001"]
+    ids = [VALID, OTHER, "iniconfig__removed_statement-8fdfb6f6", "inflection__handwritten-0001"]
     order = sample_tasks.graded_order(ids, "s")
     assert sorted(order) == sorted(ids) and order == sample_tasks.graded_order(list(reversed(ids)), "s")
     repos = [t.split("__")[0] for t in order]
@@ -98,7 +98,7 @@ def test_summary_counts_each_mode_and_names_failure_reasons(tmp_path):
              "problem": "with the bug, 1 FAIL_TO_PASS tests pass: ['t::a']"}]
     record = tmp_path / "r.jsonl"
     record.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert sample_tasks.summary(str(record), [VALID, OTHER, "iniconfig__early_return-083d7ef9"]).splitlines() == [
+    assert sample_tasks.summary(str(record), [VALID, OTHER, "iniconfig__removed_statement-8fdfb6f6"]).splitlines() == [
         "cold: 1 checked (0 no longer registered), 1 passed, 0 failed, 2 of the 3 registered not reached; "
         "seconds per task: median 20.0, p90 20.0",
         "graded: 3 checked (1 no longer registered), 1 passed, 2 failed, 1 of the 3 registered not reached; "
