@@ -124,6 +124,14 @@ def test_scale():
     assert calc.SCALE == 1
 
 
+class TestBounds:  # one test records what the others read, as pathspec's IterTreeTest does
+    def test_a_records_the_low_bound(self):
+        type(self).low = 0
+
+    def test_b_clamps_to_it(self):  # runs clamp; reads what test_a left on the class
+        assert calc.clamp(-1, self.low, 1) == 0
+
+
 def test_remember():
     assert calc.remember(1) == 1
 
@@ -193,7 +201,8 @@ mutable = ["calc.py", "words.py"]
 P2P = ("test_calc.py::test_clamp_inside", "test_calc.py::test_mean", "test_calc.py::test_shout_warns_at_its_line",
        "test_calc.py::test_described_source", "test_calc.py::test_scale", "test_calc.py::test_remember",
        "test_calc.py::test_nothing_seen", "test_calc.py::test_squares", "test_calc.py::test_pair_first",
-       "test_calc.py::test_pair_second", "test_words.py::test_hello",
+       "test_calc.py::test_pair_second", "test_calc.py::TestBounds::test_a_records_the_low_bound",
+       "test_calc.py::TestBounds::test_b_clamps_to_it", "test_words.py::test_hello",
        "test_words.py::test_words_source", "test_props.py::test_mean_of_one")
 
 
@@ -347,6 +356,16 @@ def test_a_change_no_test_reaches_is_carried_over(calc_task, monkeypatch):
     # all but the test that reads calc.py's text, which depends on every line of it
     assert sorted(picked.inferred) == sorted(set(P2P) - {"test_calc.py::test_described_source",
                                                          "test_props.py::test_mean_of_one"})
+
+
+def test_a_class_runs_whole(calc_task, monkeypatch):
+    """Another correct fix of clamp: TestBounds.test_b runs clamp, so test_a, which runs no library code but
+    leaves the bound test_b reads on their class, runs too (carried over, test_b failed on its own)."""
+    picked, _ = both_ways(calc_task, monkeypatch, CALC.replace("    if x < lo:\n        return lo",
+                                                               "    if x <= lo:\n        return lo"))
+    assert picked.resolved is ResolvedStatus.FULL
+    assert "test_calc.py::TestBounds::test_a_records_the_low_bound" not in picked.inferred
+    assert "test_calc.py::test_mean" in picked.inferred
 
 
 def test_an_unfixed_bug_is_a_change_too(calc_task, monkeypatch):

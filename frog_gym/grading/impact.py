@@ -30,7 +30,9 @@ scores are graded exactly as SWE-bench grades.
 
 What it assumes, as test-impact tools do: a test's path depends neither on chance (the map is one run) nor on
 what earlier tests left in objects passed to the changed code (``self``); state left in a module's objects is
-caught as above. ``tests/test_impact.py`` grades wrong fixes both ways and compares the verdicts.
+caught as above. The tests of one class run together or not at all (:func:`class_of`): a test may read what
+another test of its class left on the class (pathspec's ``IterTreeTest`` records in one test whether symlinks
+work, and the others read it), and the map does not know the order they ran in. ``tests/test_impact.py`` grades wrong fixes both ways and compares the verdicts.
 """
 
 from __future__ import annotations
@@ -394,6 +396,18 @@ def reference_is_snapshot(repo: PreparedRepo, task: Task, template: Template) ->
     return ok
 
 
+def class_of(test_id: str) -> str:
+    """The class a test id's test is a method of (its id up to the test's name), or ``""`` for a function.
+
+    >>> class_of("tests/test_util.py::IterTreeTest::test_2_2_links[a::b]")
+    'tests/test_util.py::IterTreeTest'
+    >>> class_of("tests/test_util.py::test_links")
+    ''
+    """
+    parts = test_id.split("[", 1)[0].split("::")
+    return "::".join(parts[:-1]) if len(parts) > 2 else ""
+
+
 def select(repo: PreparedRepo, task: Task, template: Template, kept: list[Change]) -> Selection | None:
     """What a grade of ``kept`` (the agent's graded changes) to ``task`` runs; None: every selected test."""
     if not task.PASS_TO_PASS:
@@ -416,6 +430,8 @@ def select(repo: PreparedRepo, task: Task, template: Template, kept: list[Change
     known, f2p = set(cmap.tests), set(task.FAIL_TO_PASS)
     inferred = {t: cmap.statuses[t] for t in task.PASS_TO_PASS
                 if t not in reach and t not in f2p and t in known and cmap.statuses.get(t) in ("PASSED", "XFAIL")}
+    running = {class_of(t) for t in task.selected_tests if t not in inferred} - {""}
+    inferred = {t: s for t, s in inferred.items() if class_of(t) not in running}
     if not inferred:
         return None
     return Selection(tuple(t for t in task.selected_tests if t not in inferred), inferred)
