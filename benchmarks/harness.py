@@ -38,15 +38,11 @@ kept on disk (the warm-up keeps them, for both sides), test impact's comparison 
 the vault's file lookup per module. ``--rounds 2 --impact``: cold 29.7 and 30.8 s, warm 16.8 and 20.4 s of CPU
 (6,062 / 5,836 against 10,696 / 8,820 episodes per CPU-hour): **1.63x** (round 1, load 3.6-4.3: 1.77x; target 2x:
 not met). ``--rounds 2`` (every selected test, before the impact change): cold 29.5 and 28.2, warm 17.9 and 17.6:
-1.62x. What bounds it, measured in one process over the suite (``--impact``): the warm side's ten grading-server
-and ten oracle-server starts cost about 2.8 s of CPU (0.13-0.33 s and 0.05-0.13 s each: the sandbox, the interpreter,
-pytest and the suite's test dependencies imported); the 40 later grades' forked children about 0.1 s each (pytest's
-start to the report plugin 13-18 ms, the plugin's guard, seal and vault 15-20 ms, collection 10-15 ms, the F2P tests
-and canaries 25-130 ms, 6,300-6,900 copy-on-write page faults); the host's share, common to both sides, about 3.5 s
-(the final file's static check 24 ms a grade, test impact, syncs, the guard's tables). The first grade of a
-repository costs what a cold grade costs (its server's start is a cold run's start), so with five grades a
-repository the ratio can reach 2x only where a later warm grade costs at most 0.375 of a cold one; here it costs
-about 0.5.
+1.62x. What bounds it (``benchmarks/warm_costs.py --impact``, one process, load 8): the warm side's ten
+grading-server and ten oracle-server starts cost 2.3 and 0.85 s of CPU; of the pass's 18.2 s, grading 16.8 (the host
+thread's own share, common to both sides, 3.8), resets 0.8. The first grade of a repository costs about what a
+cold grade costs (its server's start is a cold run's start), so with five grades a repository the ratio reaches 2x
+only where a later warm grade costs at most 0.375 of a cold one; the rest of the pass puts it near 0.5.
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection

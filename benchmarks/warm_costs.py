@@ -1,0 +1,151 @@
+"""Where a warm pass of ``benchmarks/harness.py``'s suite spends its CPU: the servers' starts, the forked grades, the
+host's own share, in one process (the harness's rotation runs each side in a fresh one and prints only totals).
+
+Two parts, each measured with ``benchmarks/cpumeter.py`` (every descendant's CPU, sandboxes included):
+
+- **starts**: for the first task of each repository, a grading server and an oracle server started and closed
+  (:class:`~frog_gym.grading.server.GradingServer`, :class:`~frog_gym.grading.oracle_server.OracleServer`): CPU and
+  wall of each start, and the host thread's own part of the grading server's (its tree and test copies);
+- **pass**: the oracle episodes of the suite in the harness's order (its agent, a unique comment per episode, so
+  every grade really runs), the CPU of each phase: resets, steps, the grading step of each repository's first
+  episode (its servers start there) and of the others, and within grading the host thread's own time, what the
+  grading servers spent (their children and their parents' work, starts included) and the oracle servers' replays.
+  ``--cold`` runs the pass with ``FROG_GYM_GRADE_SERVER=0`` instead (set in this process, so run it separately).
+
+    python benchmarks/warm_costs.py [--tasks 50] [--impact] [--cold] [--skip-starts]
+
+Measured (session 14, load 5-8, three helpers beside; the harness's warm-up done), ``--impact``: starts 0.16-0.34 s
+of CPU a grading server (its host thread 0.02-0.12 s), 0.07-0.12 s an oracle server, 2.3 and 0.85 s for the ten
+repositories; the warm pass 18.2 s (grading 16.8: first episodes 6.6, the 40 others 10.2; the host thread 3.8, the
+grading servers 11.1, the oracle replays 0.24), resets 0.84; ``--impact --cold``: grading 28.7 s (first episodes 5.5,
+the others 23.2, the host thread 5.0), resets 0.70.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cpumeter import CpuMeter  # noqa: E402
+from harness import UniqueOracle, mixed_tasks  # noqa: E402
+
+
+def _thread_cpu() -> float:
+    return time.thread_time()
+
+
+def starts(ids: list[str], meter: CpuMeter) -> None:
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.catalog.spec import load_repo
+    from frog_gym.catalog.task import load_task
+    from frog_gym.grading.oracle_server import OracleServer
+    from frog_gym.grading.server import GradingServer
+    from frog_gym.sandbox.workspace import template_for
+
+    seen: set[str] = set()
+    total = [0.0, 0.0]
+    for t in ids:
+        task = load_task(t)
+        if task.repo in seen:
+            continue
+        seen.add(task.repo)
+        repo = prepare(load_repo(task.repo))
+        template = template_for(repo, task.bug_patch, t)
+        a, w, h = meter.read(), time.monotonic(), _thread_cpu()
+        grader = GradingServer(repo, template)
+        b, w2, h2 = meter.read(), time.monotonic(), _thread_cpu()
+        oracle = OracleServer(repo, template)
+        c, w3 = meter.read(), time.monotonic()
+        grader.close()
+        oracle.close()
+        total[0] += b - a
+        total[1] += c - b
+        print(f"  {task.repo:16} grading server {b - a:5.2f} s CPU ({h2 - h:4.2f} s host thread), {w2 - w:4.2f} s wall; "
+              f"oracle server {c - b:5.2f} s CPU, {w3 - w2:4.2f} s wall", flush=True)
+    print(f"starts: {len(seen)} grading servers {total[0]:.2f} s CPU, {len(seen)} oracle servers {total[1]:.2f} s CPU")
+
+
+def one_pass(ids: list[str], meter: CpuMeter, impact: bool) -> None:
+    from frog_gym.bench.harness import HarnessSpec, make_env
+    from frog_gym.grading import server as grading_server
+
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("\n".join(sorted(set(ids))))
+    spec = HarnessSpec.for_suite(f.name, impact_selection=impact)
+    os.unlink(f.name)
+    start = meter.read()
+    env = make_env(spec)
+    agent = UniqueOracle(uuid.uuid4().hex)
+    cpu: dict[str, float] = defaultdict(float)
+    firsts: set[str] = set()
+    for task_id in ids:
+        a = meter.read()
+        obs, info = env.reset(seed=spec.seed, options={"task_id": task_id})
+        cpu["resets"] += meter.read() - a
+        agent.reset(obs, {**info, "max_steps": spec.max_steps})
+        done = False
+        while not done:
+            action = agent.act(obs)
+            a, h = meter.read(), _thread_cpu()
+            obs, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+            spent, host = meter.read() - a, _thread_cpu() - h
+            if not done:
+                cpu["steps"] += spent
+                continue
+            repo = task_id.split("__")[0]
+            cpu["grading"] += spent
+            cpu["  first episodes of a repository" if repo not in firsts else "  the other episodes"] += spent
+            firsts.add(repo)
+            cpu["  the host thread"] += host
+        if not info.get("resolved"):
+            raise SystemExit(f"{task_id} was not resolved: {info.get('report')}")
+    for (kind, _), server in grading_server._POOL.items():
+        cpu["  the grading servers (children, parents, starts)" if kind == "grader" else
+            "  the oracle servers' replays"] += server.cpu_seconds
+    a = meter.read()
+    env.close()
+    cpu["close"] += meter.read() - a
+    print(f"pass of {len(ids)} episodes ({'cold' if not grading_server.enabled() else 'warm'}, test-impact selection "
+          f"{'on' if impact else 'off'}): {meter.read() - start:.2f} s CPU")
+    order = ["resets", "steps", "grading", "  first episodes of a repository", "  the other episodes",
+             "  the host thread", "  the grading servers (children, parents, starts)", "  the oracle servers' replays",
+             "close"]
+    for k in order:
+        if k in cpu:
+            print(f"  {k:52} {cpu[k]:6.2f} s")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tasks", type=int, default=50)
+    p.add_argument("--impact", action="store_true", help="grade with test-impact selection (as harness.py --impact)")
+    p.add_argument("--cold", action="store_true", help="the pass with FROG_GYM_GRADE_SERVER=0 (cold grading)")
+    p.add_argument("--skip-starts", action="store_true")
+    args = p.parse_args()
+    if args.cold:
+        os.environ["FROG_GYM_GRADE_SERVER"] = "0"
+    ids = mixed_tasks(args.tasks)
+    print(f"{len(ids)} tasks; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs "
+          f"(run benchmarks/harness.py once first: its warm-up builds what this needs)", flush=True)
+    meter = CpuMeter()
+    print(f"CPU time: {meter.kind}")
+    if not args.skip_starts and not args.cold:
+        starts(ids, meter)
+    one_pass(ids, meter, args.impact)
+    print(f"load average at end: {os.getloadavg()[0]:.2f}; this process's own peak memory "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB")
+    meter.close()
+
+
+if __name__ == "__main__":
+    main()
