@@ -105,7 +105,7 @@ TASKS = ("attrs__comparison_flip-b631b0b7", "attrs__early_return-b76e57a6", "fla
          "jinja2__loop_bound-da800e5c", "jinja2__comparison_flip-ba92fbb3", "click__swapped_if_else-0a2c8152",
          "inflection__swapped_call_args-e597d9c8", "cachetools__dict_key_or_attribute-5bb17fca",
          "humanize__missing_branch-08a9c4b2", "toolz__removed_statement-670bad7f", "markupsafe__negated_condition-6e31ceea",
-         "semver__removed_statement-3b3e1b8e", "marshmallow__slice_range_off_by_one-312f3089")
+         "semver__removed_statement-3b3e1b8e", "marshmallow__removed_statement-378f0110")
 THINK_S = 0.02
 """Seconds between an agent's actions in the reset measures (a language model takes far longer per action)."""
 _REPORTED = re.compile(r" in (\d+(?:\.\d+)?)s")
