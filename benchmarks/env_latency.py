@@ -101,11 +101,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpumeter import CpuMeter  # noqa: E402
 from taskpick import pick  # noqa: E402
 
-TASKS = ("attrs__comparison_flip-b631b0b7", "attrs__early_return-b76e57a6", "flask__slice_range_off_by_one-1b5b3acb",
+TASKS = ("attrs__comparison_flip-d2b7587d", "attrs__early_return-b76e57a6", "flask__slice_range_off_by_one-1b5b3acb",
          "jinja2__loop_bound-da800e5c", "jinja2__comparison_flip-ba92fbb3", "click__swapped_if_else-0a2c8152",
          "inflection__swapped_call_args-e597d9c8", "cachetools__dict_key_or_attribute-5bb17fca",
-         "humanize__missing_branch-08a9c4b2", "toolz__removed_statement-670bad7f", "markupsafe__negated_condition-6e31ceea",
-         "semver__removed_statement-3b3e1b8e", "marshmallow__slice_range_off_by_one-312f3089")
+         "humanize__missing_branch-08a9c4b2", "toolz__removed_statement-670bad7f", "markupsafe__negated_condition-a5980033",
+         "semver__removed_statement-3b3e1b8e", "marshmallow__removed_statement-378f0110")
 THINK_S = 0.02
 """Seconds between an agent's actions in the reset measures (a language model takes far longer per action)."""
 _REPORTED = re.compile(r" in (\d+(?:\.\d+)?)s")
@@ -416,7 +416,7 @@ def main() -> None:
     meter = CpuMeter()
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; CPU time: {meter.kind}")
     if not args.skip_resets:
-        resets("inflection__swapped_call_args-e597d9c8", "attrs__comparison_flip-b631b0b7", args.resets)
+        resets("inflection__swapped_call_args-e597d9c8", "attrs__comparison_flip-d2b7587d", args.resets)
     if not args.skip_grading:
         ids = args.task or (heavy_set(args.heavy, args.random) if args.set == "heavy" else pick(TASKS))
         grading(ids, args.n, meter, ("bare", "warm") if args.no_cold else ("bare", "warm", "cold"), args.fix)
