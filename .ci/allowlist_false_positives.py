@@ -48,7 +48,12 @@ REASONS = {
                      "six__removed_statement-6b03902b", "six__removed_statement-7ef7bb1e", "toolz__combo2-bc33196b",
                      "toolz__missing_branch-4279f154", "toolz__missing_branch-7e089480", "wrapt__combo2-32a86189",
                      "wrapt__combo2-d4b9b1c0", "wrapt__missing_branch-c81a3518",
-                     "wrapt__duplicated_branch_body-c034a768", "wrapt__duplicated_branch_body-f68fe3d6"), _RESTORED),
+                     "wrapt__duplicated_branch_body-c034a768", "wrapt__duplicated_branch_body-f68fe3d6",
+                     # the bigger bugs of session 14 (issue 22): their gold patches put back what the bug took out
+                     "attrs__combo2-121e0e98", "attrs__combo2-7a044014", "attrs__duplicated_branch_body-fafeb17c",
+                     "boltons__combo2-88af9eb1", "boltons__missing_state_update-453a5183", "wrapt__combo2-0a4f8aa9",
+                     "wrapt__combo2-15154558", "wrapt__combo2-afd0395f", "wrapt__combo2-e2abaa5f",
+                     "wrapt__duplicated_branch_body-dcea956c"), _RESTORED),
     "boltons__live-26.0.0-2": "a real feature (partition by attribute name) reads an attribute named by the caller "
                               "in a new function; allowed as graded (the release's own code does it there); written "
                               "anywhere else it is refused: a computed attribute name is what forgeries use",
