@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import platform
 import textwrap
 import uuid
 from pathlib import Path
@@ -389,7 +390,8 @@ PROBE = textwrap.dedent('''\
         tests = sorted(p for d, _, fs in _os.walk("/testbed") for p in fs if p.startswith("test") or p == "conftest.py")
         return repr({"in": sorted(_os.listdir("/frog/in")), "calls": open("/frog/in/calls.jsonl").read(),
                      "tests": tests, "oracles": _os.path.exists(%r), "snapshots": _os.path.exists(%r),
-                     "hash_randomization": __import__("sys").flags.hash_randomization})
+                     "hash_randomization": __import__("sys").flags.hash_randomization,
+                     "machine": [*__import__("platform").uname()[1:4], _os.cpu_count()]})
 ''')
 
 
@@ -420,6 +422,8 @@ def test_the_replay_gets_arguments_only_and_sees_no_test_or_task_data(tmp_path, 
     assert seen["in"] == ["calls.jsonl"] and seen["tests"] == []
     assert seen["oracles"] is False and seen["snapshots"] is False
     assert seen["hash_randomization"] == 0  # PYTHONHASHSEED=0, as in the recording run: a set's order is fixed
+    # one machine identity on every machine (a recorded outcome once held the recording kernel's release)
+    assert seen["machine"] == ["sandbox", "0", "#0", 1] and platform.release() != "0"
     sent = [json.loads(line) for line in seen["calls"].splitlines()]
     assert len(sent) == len(calls) and all(set(c) == {"m", "q", "n", "args", "after"} for c in sent)
     assert all(c["out"] not in seen["calls"] for c in calls)  # no expected outcome reached the process

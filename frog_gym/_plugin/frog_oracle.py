@@ -504,8 +504,29 @@ def _alarm(signum, frame):
     raise TimeoutError("frog_oracle: the call ran past its limit")
 
 
+def pin_machine():
+    """Give the replay's process one machine identity wherever it runs: the kernel's release and version, the
+    host's name and the CPU count (a recorded ``requests.help.info()`` held the recording machine's kernel release,
+    and a gold fix failed its own oracle on another machine). A call whose recorded outcome depended on them
+    differs at settling (the recording run sees the real machine) and is dropped."""
+    import platform
+
+    real = os.uname()
+    fixed = os.uname_result((real.sysname, "sandbox", "0", "#0", real.machine))
+    os.uname = lambda: fixed
+    os.cpu_count = lambda: 1
+    if hasattr(os, "sched_getaffinity"):
+        os.sched_getaffinity = lambda pid: {0}
+    if hasattr(os, "process_cpu_count"):
+        os.process_cpu_count = lambda: 1
+    platform._uname_cache = None
+    getattr(platform, "_platform_cache", {}).clear()
+
+
 def replay(calls_path, out_path):
-    """Replay every call listed in ``calls_path`` (see the module docstring), one outcome line each."""
+    """Replay every call listed in ``calls_path`` (see the module docstring), one outcome line each, on the
+    machine identity of :func:`pin_machine`."""
+    pin_machine()
     signal.signal(signal.SIGALRM, _alarm)
     out = open(out_path, "w", encoding="utf-8")
     with open(calls_path, encoding="utf-8") as f:

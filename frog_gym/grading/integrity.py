@@ -761,7 +761,10 @@ class _Walk(ast.NodeVisitor):
         if named_test:
             self.hit(node, "string", "a test file", f"a string naming a test file ({named_test.group(1)!r}): the "
                                                     "tests it is graded by are not for the package to read")
-        named = [a for a in _FRAME_ATTRS if (a.startswith("__") or "_" in a[:3]) and a in text]
+        # the first one the text names (by place, then name): a set's order changes with the hash seed, and the
+        # key must be the same in every process (kept analyses are read by others)
+        named = sorted((a for a in _FRAME_ATTRS if (a.startswith("__") or "_" in a[:3]) and a in text),
+                       key=lambda a: (text.find(a), a))
         if named or len(text) < 40 and any(p in _FRAME_ATTRS for p in text.split(".")):
             self.hit(node, "string", named[0] if named else text, f"a string naming {(named or [text])[0]!r} (an "
                                                                   f"attribute that reaches frames or code, as data: "
