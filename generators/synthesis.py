@@ -417,7 +417,8 @@ def _ordered(pool: _Pool, spec: RepoSpec, cands: Iterator[Candidate], cfg: Gener
 
 
 def quota_key(path: str, function: str, family: str) -> tuple[str, str, bool]:
-    """The per-function quota's bucket of a single-bug site: its function, and whether its family is multi-line.
+    """The per-function quota's bucket of a single-bug site: its function, and whether its family is
+    multi-line.
 
     The one-line families had filled most functions' quotas before the multi-line ones existed, so a
     repository with few functions had no room left for a multi-line bug, the kind the pool policy
@@ -518,7 +519,8 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
                 iid = f"{spec.name}__{s.family}-{_sha8(cfg.seed, s.key)}"
                 if iid in known_ids or s.key in known_sites or iid in rejections.seen:
                     continue
-                if per_func[quota_key(s.path, s.function, s.family)] >= cfg.per_function or (s.path, s.lineno) in lines_taken:
+                if (per_func[quota_key(s.path, s.function, s.family)] >= cfg.per_function
+                        or (s.path, s.lineno) in lines_taken):
                     continue
                 tests = _sample_tests(covering_tests(cmap, s, repo), cmap, passing, cfg, s.key)
                 if not tests:

@@ -289,10 +289,11 @@ def test_size_plan_meets_both_targets_when_retiring_is_enough(sizes: list[tuple[
 
 
 def test_per_function_quota_counts_multi_line_bugs_apart_and_state_refusals_are_not_kept(tmp_path) -> None:
-    """A function whose quota one-line bugs filled still takes multi-line ones (each kind up to the quota): in a
-    small repository the one-line families had taken every function before the multi-line ones existed. A
-    refusal that depends on the registered tasks (quota, a line taken) is not kept, so that a later run, after
-    a retirement, tries the candidate again; a refusal of the candidate itself is kept."""
+    """A function whose quota one-line bugs filled still takes multi-line ones (each kind up to the
+    quota): in a small repository the one-line families had taken every function before the multi-line
+    ones existed. A refusal that depends on the registered tasks (quota, a line taken) is not kept, so that
+    a later run, after a retirement, tries the candidate again; a refusal of the candidate itself is kept."""
+    import json
     from collections import Counter
 
     from frog_gym.generators.synthesis import _Rejections, quota_key
@@ -310,5 +311,6 @@ def test_per_function_quota_counts_multi_line_bugs_apart_and_state_refusals_are_
     rej.add("r__swapped_blocks-1", "per function quota reached", "swapped_blocks")
     rej.add("r__swapped_blocks-2", "duplicate: another single-bug task mutates this line", "swapped_blocks")
     rej.add("r__swapped_blocks-3", "no test fails with the bug", "swapped_blocks")
-    path.write_text(path.read_text() + '{"id": "r__old-4", "reason": "per function quota reached", "family": "x"}\n')
+    kept_by_an_older_run = {"id": "r__old-4", "reason": "per function quota reached", "family": "x"}
+    path.write_text(path.read_text() + json.dumps(kept_by_an_older_run) + "\n")
     assert set(_Rejections(path).seen) == set(rej.seen) == {"r__swapped_blocks-3"}
