@@ -38,6 +38,7 @@ from filelock import FileLock
 
 from frog_gym import paths
 from frog_gym.generators import coverage_map, dedupe, statements
+from frog_gym.generators.bugsize import MULTI_LINE_FAMILIES
 from frog_gym.generators.fastrun import Runner
 from frog_gym.generators.hidden import hidden_tests_patch
 from frog_gym.generators.operators import enclosing_function, find_mutations
@@ -73,7 +74,8 @@ class GenerateConfig:
     crash_fraction: float = 0.05
     """At most this share of a repository's tasks may be import crashes."""
     per_function: int = 3
-    """At most this many single-bug tasks in one function."""
+    """At most this many single-bug tasks in one function, counted apart for the one-line and the multi-line
+    families (:func:`quota_key`)."""
     test_timeout: int = 5
     """Per-test timeout during validation (a mutant that loops must not stall the run)."""
     max_run_seconds: float = 30.0
@@ -414,8 +416,29 @@ def _ordered(pool: _Pool, spec: RepoSpec, cands: Iterator[Candidate], cfg: Gener
         yield c, v
 
 
+def quota_key(path: str, function: str, family: str) -> tuple[str, str, bool]:
+    """The per-function quota's bucket of a single-bug site: its function, and whether its family is
+    multi-line.
+
+    The one-line families had filled most functions' quotas before the multi-line ones existed, so a
+    repository with few functions had no room left for a multi-line bug, the kind the pool policy
+    (:mod:`frog_gym.generators.bugsize`) asks for. Each kind has its own ``per_function`` in a function.
+
+    Example:
+        >>> quota_key("m.py", "f", "negated_condition") == quota_key("m.py", "f", "swapped_blocks")
+        False
+    """
+    return path, function, family in MULTI_LINE_FAMILIES
+
+
+STATE_REJECTIONS = ("per function quota reached", "duplicate: another single-bug task", "crash quota reached")
+"""Refusals that depend on the tasks registered at the time, not on the candidate: never kept, since a
+retirement or a change of quota can make the same candidate acceptable."""
+
+
 class _Rejections:
-    """Candidates already refused for this seed, so a resumed run does not test them again."""
+    """Candidates already refused for this seed, so a resumed run does not test them again
+    (`STATE_REJECTIONS` apart, which a later run tries again)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -424,11 +447,14 @@ class _Rejections:
             for line in path.read_text().splitlines():
                 try:
                     d = json.loads(line)
-                    self.seen[d["id"]] = d["reason"]
-                except (ValueError, KeyError):
+                    if not d["reason"].startswith(STATE_REJECTIONS):
+                        self.seen[d["id"]] = d["reason"]
+                except (ValueError, KeyError, AttributeError):
                     continue
 
     def add(self, iid: str, reason: str, family: str) -> None:
+        if reason.startswith(STATE_REJECTIONS):
+            return
         self.seen[iid] = reason
         with open(self.path, "a") as f:
             f.write(json.dumps({"id": iid, "reason": reason, "family": family}) + "\n")
@@ -476,8 +502,8 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
     known_sites = {s["path"] + f":{s['start']}:{s['end']}:{s['replacement']}" for d in generated
                    for s in d["provenance"]["sites"]}
     lines_taken = {(d["provenance"]["sites"][0]["path"], d["provenance"]["sites"][0]["lineno"]) for d in have_single}
-    per_func = Counter((d["provenance"]["sites"][0]["path"], d["provenance"]["sites"][0]["function"])
-                       for d in have_single)
+    per_func = Counter(quota_key(d["provenance"]["sites"][0]["path"], d["provenance"]["sites"][0]["function"],
+                                 d["provenance"]["sites"][0]["family"]) for d in have_single)
     crashes = sum(1 for d in generated if d.get("features", {}).get("crash"))
     max_crash = max(1, int(cfg.max_tasks * cfg.crash_fraction))
     rejections = _Rejections(coverage_map.gen_dir(repo) / f"rejected-seed{cfg.seed}.jsonl")
@@ -493,7 +519,8 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
                 iid = f"{spec.name}__{s.family}-{_sha8(cfg.seed, s.key)}"
                 if iid in known_ids or s.key in known_sites or iid in rejections.seen:
                     continue
-                if per_func[(s.path, s.function)] >= cfg.per_function or (s.path, s.lineno) in lines_taken:
+                if (per_func[quota_key(s.path, s.function, s.family)] >= cfg.per_function
+                        or (s.path, s.lineno) in lines_taken):
                     continue
                 tests = _sample_tests(covering_tests(cmap, s, repo), cmap, passing, cfg, s.key)
                 if not tests:
@@ -514,7 +541,7 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
                     reason = "duplicate: another single-bug task mutates this line"
                 elif v.ok and v.crash and crashes >= max_crash:
                     reason = "crash quota reached"
-                elif v.ok and per_func[(s.path, s.function)] >= cfg.per_function:
+                elif v.ok and per_func[quota_key(s.path, s.function, s.family)] >= cfg.per_function:
                     reason = "per function quota reached"
                 if reason:
                     summary.rejected[_reason_class(reason)] += 1
@@ -527,7 +554,7 @@ def generate(spec: RepoSpec, cfg: GenerateConfig, progress: bool = True, log: Ca
                 record_oracle(task, out, repo)
                 known_ids.add(task.instance_id)
                 lines_taken.add((s.path, s.lineno))
-                per_func[(s.path, s.function)] += 1
+                per_func[quota_key(s.path, s.function, s.family)] += 1
                 crashes += v.crash
                 singles.append(json.loads(task.to_json()))
                 fam[0] += 1

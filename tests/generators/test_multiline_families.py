@@ -286,3 +286,31 @@ def test_size_plan_meets_both_targets_when_retiring_is_enough(sizes: list[tuple[
         assert pl.retire == sum(u for _, u in sizes)  # every easy task goes, and it is still not enough
         left_big = sum(1 for n, _ in left if n >= bugsize.MIN_MEDIAN_LINES)
         assert left_big + pl.need_big > len(left) - left_big
+
+
+def test_per_function_quota_counts_multi_line_bugs_apart_and_state_refusals_are_not_kept(tmp_path) -> None:
+    """A function whose quota one-line bugs filled still takes multi-line ones (each kind up to the
+    quota): in a small repository the one-line families had taken every function before the multi-line
+    ones existed. A refusal that depends on the registered tasks (quota, a line taken) is not kept, so that
+    a later run, after a retirement, tries the candidate again; a refusal of the candidate itself is kept."""
+    import json
+    from collections import Counter
+
+    from frog_gym.generators.synthesis import _Rejections, quota_key
+
+    one_line = ("negated_condition", "off_by_one_constant", "comparison_flip")
+    per_func = Counter(quota_key("pkg/m.py", "f", fam) for fam in one_line)
+    assert per_func[quota_key("pkg/m.py", "f", "arithmetic_op_swap")] == 3
+    for fam in MULTI_LINE:
+        assert per_func[quota_key("pkg/m.py", "f", fam)] == 0
+        assert quota_key("pkg/m.py", "f", fam) == quota_key("pkg/m.py", "f", "swapped_blocks")
+    assert quota_key("pkg/m.py", "g", "swapped_blocks") != quota_key("pkg/m.py", "f", "swapped_blocks")
+
+    path = tmp_path / "rejected-seed0.jsonl"
+    rej = _Rejections(path)
+    rej.add("r__swapped_blocks-1", "per function quota reached", "swapped_blocks")
+    rej.add("r__swapped_blocks-2", "duplicate: another single-bug task mutates this line", "swapped_blocks")
+    rej.add("r__swapped_blocks-3", "no test fails with the bug", "swapped_blocks")
+    kept_by_an_older_run = {"id": "r__old-4", "reason": "per function quota reached", "family": "x"}
+    path.write_text(path.read_text() + json.dumps(kept_by_an_older_run) + "\n")
+    assert set(_Rejections(path).seen) == set(rej.seen) == {"r__swapped_blocks-3"}
