@@ -8,7 +8,8 @@ task as it is registered and reduces its gold patch further, with a larger budge
 - the hunks are the gold patch's own (against release N, the task's snapshot), and a subset *passes* when every
   FAIL_TO_PASS and PASS_TO_PASS test passes with the task's hidden tests and that subset applied to release N;
 - delta debugging (:func:`frog_gym.generators.hunks.minimize`) ends at a 1-minimal subset (removing any one hunk
-  fails a test) unless the budget runs out first, which leaves the task as it was;
+  fails a test) unless the budget runs out first; then the smaller passing subset it reached is kept, still marked
+  not minimal;
 - a smaller patch is kept only after the task, with it, grades as mining validates a task
   (:func:`frog_gym.generators.mine.validate_live`: ``runs`` graded runs without a fix, none resolved, and with
   the gold patch, all resolved); a 1-minimal patch that is the whole patch just gets ``minimal`` true.
@@ -91,12 +92,11 @@ def reduce_task(task: Task, budget: int = BUDGET, runs: int = 3, timeout: float 
         left = [budget]
         chosen = minimize(everything, passes, left)
         rep.runs, rep.kept, rep.minimal = pair.runs, len(chosen), left[0] > 0
-        if not rep.minimal:
-            return done(task, f"the budget of {budget} runs ran out ({len(chosen)} of {len(hunks)} hunks left)")
-        features = {**task.features, "minimal": True, "hunks": len(chosen), "n_sites": len(chosen),
+        ran_out = "" if rep.minimal else f"the budget of {budget} runs ran out ({len(chosen)} of {len(hunks)} hunks left)"
+        features = {**task.features, "minimal": rep.minimal, "hunks": len(chosen), "n_sites": len(chosen),
                     "files_touched": len({hunks[i].path for i in chosen})}
         if len(chosen) == len(hunks):
-            return done(dataclasses.replace(task, features=features))
+            return done(dataclasses.replace(task, features=features), ran_out) if rep.minimal else done(task, ran_out)
         patch = diff_text(apply_hunks(text, [hunks[i] for i in chosen]))
         smaller = dataclasses.replace(task, patch=patch, features=features)
         ok, why, _ = validate_live(pair, smaller, runs)
@@ -104,7 +104,7 @@ def reduce_task(task: Task, budget: int = BUDGET, runs: int = 3, timeout: float 
         if not ok:
             rep.kept, rep.minimal = len(hunks), False
             return done(task, f"the reduced patch does not grade as a fix: {why[:200]}")
-        return done(smaller)
+        return done(smaller, ran_out)  # past the budget: smaller and passing, still not proven minimal
 
 
 def minimize_file(path: Path, budget: int = BUDGET, runs: int = 3, log=print) -> list[Reduction]:  # type: ignore[no-untyped-def]
