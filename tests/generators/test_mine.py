@@ -423,3 +423,29 @@ def test_the_miner_s_doctests_hold():
 
     result = doctest.testmod(mine)
     assert result.attempted >= 6 and result.failed == 0
+
+
+@pytest.mark.slow
+def test_a_live_fix_with_a_hunk_its_tests_do_not_need_is_reduced_to_the_hunks_they_do(tmp_path):
+    """A registered live task's gold patch plus an unrelated hunk (a comment at the top of the file), marked not
+    minimal as a mining run out of budget leaves it: the reduction drops the extra hunk, proves the rest 1-minimal,
+    and the task grades as a fix with the smaller patch; the task as registered is already 1-minimal, kept as is."""
+    import dataclasses
+
+    from frog_gym.catalog.live import task_spec
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.catalog.task import load_task
+    from frog_gym.generators.mine import _changes_of
+    from frog_gym.generators.minimal import reduce_task
+    from frog_gym.sandbox.workspace import Change, diff_text
+
+    task = load_task("semver__live-3.0.4-1")
+    (fixed,) = _changes_of(prepare(task_spec(task)).tree, task.patch)
+    padded = Change(fixed.path, fixed.old, b"# an unrelated comment\n" + fixed.new)
+    loose = dataclasses.replace(task, patch=diff_text([padded]),
+                                features={**task.features, "minimal": False, "hunks": 2, "n_sites": 2})
+    reduced, rep = reduce_task(loose, runs=1)
+    assert (rep.hunks, rep.kept, rep.minimal, rep.why) == (2, 1, True, "")
+    assert reduced.patch == task.patch and reduced.features["minimal"] is True and reduced.features["hunks"] == 1
+    same, rep = reduce_task(dataclasses.replace(task, features={**task.features, "minimal": False}), runs=1)
+    assert same.patch == task.patch and (rep.kept, rep.minimal) == (1, True) and same.features["minimal"] is True
