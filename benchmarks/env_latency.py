@@ -102,7 +102,7 @@ from cpumeter import CpuMeter  # noqa: E402
 from taskpick import pick  # noqa: E402
 
 TASKS = ("attrs__comparison_flip-d2b7587d", "attrs__early_return-b76e57a6", "flask__slice_range_off_by_one-1b5b3acb",
-         "jinja2__loop_bound-da800e5c", "jinja2__comparison_flip-ba92fbb3", "click__swapped_if_else-0a2c8152",
+         "jinja2__loop_bound-da800e5c", "jinja2__removed_statement-03fd9a54", "click__swapped_if_else-0a2c8152",
          "inflection__swapped_call_args-e597d9c8", "cachetools__dict_key_or_attribute-5bb17fca",
          "humanize__missing_branch-08a9c4b2", "toolz__removed_statement-670bad7f", "markupsafe__negated_condition-a5980033",
          "semver__removed_statement-3b3e1b8e", "marshmallow__removed_statement-378f0110")
