@@ -26,13 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frog_gym.generators.hunks import changed_lines
+from frog_gym.generators.operators import MULTI_LINE_FAMILIES  # noqa: F401 (the pool policy names them; defined beside the families)
 
 MIN_MEDIAN_LINES = 4
 MAX_UNDONE = 0.40
-MULTI_LINE_FAMILIES = ("duplicated_branch_body", "wrong_variable_in_block", "dropped_else_branch",
-                       "misplaced_accumulator_reset", "moved_loop_update", "missing_state_update",
-                       "repeated_comparison_flip", "swapped_blocks")
-"""The families whose bugs span lines (issue 22); no candidate edit undoes one of their bugs."""
 BIG_FAMILIES = ("duplicated_branch_body", "missing_state_update", "repeated_comparison_flip", "swapped_blocks",
                 "wrong_variable_in_block")
 """The multi-line families whose gold patches change at least ``MIN_MEDIAN_LINES`` lines (3 at the least for

@@ -38,10 +38,9 @@ from filelock import FileLock
 
 from frog_gym import paths
 from frog_gym.generators import coverage_map, dedupe, statements
-from frog_gym.generators.bugsize import MULTI_LINE_FAMILIES
 from frog_gym.generators.fastrun import Runner
 from frog_gym.generators.hidden import hidden_tests_patch
-from frog_gym.generators.operators import enclosing_function, find_mutations
+from frog_gym.generators.operators import MULTI_LINE_FAMILIES, enclosing_function, find_mutations
 from frog_gym.generators.restate import WRITER, compose, kept_failure
 from frog_gym.generators.taskfiles import append_task, read_existing, rewrite_task_file, write_ids_sidecar
 from frog_gym.generators.validate import Validation, patches, record_oracle, validate

@@ -158,6 +158,7 @@ def enclosing_function(source_or_tree: str | ast.Module, lineno: int) -> tuple[s
 
 
 __all__ = [
+    "MULTI_LINE_FAMILIES",
     "FAMILIES",
     "Finder",
     "SELF_INVERSE",
@@ -169,3 +170,9 @@ __all__ = [
     "sample_mutations",
     "touches",
 ]
+
+
+MULTI_LINE_FAMILIES = ("duplicated_branch_body", "wrong_variable_in_block", "dropped_else_branch",
+                       "misplaced_accumulator_reset", "moved_loop_update", "missing_state_update",
+                       "repeated_comparison_flip", "swapped_blocks")
+"""The families whose bugs span lines (issue 22); no candidate edit undoes one of their bugs."""
