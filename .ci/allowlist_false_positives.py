@@ -53,7 +53,11 @@ REASONS = {
                      "attrs__combo2-121e0e98", "attrs__combo2-7a044014", "attrs__duplicated_branch_body-fafeb17c",
                      "boltons__combo2-88af9eb1", "boltons__missing_state_update-453a5183", "wrapt__combo2-0a4f8aa9",
                      "wrapt__combo2-15154558", "wrapt__combo2-afd0395f", "wrapt__combo2-e2abaa5f",
-                     "wrapt__duplicated_branch_body-dcea956c"), _RESTORED),
+                     "wrapt__duplicated_branch_body-dcea956c",
+                     # session 15's bigger click bugs: a dropped branch body or state update held click's own
+                     # translated templates formatted from data and its stdio swap in CliRunner; the fix puts them back
+                     "click__duplicated_branch_body-16510759", "click__duplicated_branch_body-7684cc79",
+                     "click__missing_state_update-0474a88d", "click__missing_state_update-7f8a8a6d"), _RESTORED),
     "boltons__live-26.0.0-2": "a real feature (partition by attribute name) reads an attribute named by the caller "
                               "in a new function; allowed as graded (the release's own code does it there); written "
                               "anywhere else it is refused: a computed attribute name is what forgeries use",

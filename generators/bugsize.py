@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frog_gym.generators.hunks import changed_lines
-from frog_gym.generators.operators import MULTI_LINE_FAMILIES  # noqa: F401 (the pool policy names them; defined beside the families)
+from frog_gym.generators.operators import MULTI_LINE_FAMILIES  # noqa: F401 (defined beside the families)
 
 MIN_MEDIAN_LINES = 4
 MAX_UNDONE = 0.40

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,7 +93,8 @@ def reduce_task(task: Task, budget: int = BUDGET, runs: int = 3, timeout: float 
         left = [budget]
         chosen = minimize(everything, passes, left)
         rep.runs, rep.kept, rep.minimal = pair.runs, len(chosen), left[0] > 0
-        ran_out = "" if rep.minimal else f"the budget of {budget} runs ran out ({len(chosen)} of {len(hunks)} hunks left)"
+        ran_out = "" if rep.minimal else (f"the budget of {budget} runs ran out "
+                                          f"({len(chosen)} of {len(hunks)} hunks left)")
         features = {**task.features, "minimal": rep.minimal, "hunks": len(chosen), "n_sites": len(chosen),
                     "files_touched": len({hunks[i].path for i in chosen})}
         if len(chosen) == len(hunks):
@@ -107,7 +109,8 @@ def reduce_task(task: Task, budget: int = BUDGET, runs: int = 3, timeout: float 
         return done(smaller, ran_out)  # past the budget: smaller and passing, still not proven minimal
 
 
-def minimize_file(path: Path, budget: int = BUDGET, runs: int = 3, log=print) -> list[Reduction]:  # type: ignore[no-untyped-def]
+def minimize_file(path: Path, budget: int = BUDGET, runs: int = 3,
+                  log: Callable[[str], None] = print) -> list[Reduction]:
     """Reduce every task of a live task file whose ``features["minimal"]`` is false, rewriting the file after each
     one (an interrupted run keeps what it finished); returns what each reduction did."""
     tasks = load_tasks_file(str(path))
