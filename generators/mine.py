@@ -71,7 +71,7 @@ from frog_gym.generators.mirror import mirror_task, reverse_onto
 from frog_gym.generators.releases import Release, fetch_release, list_releases
 from frog_gym.generators.restate import compose
 from frog_gym.generators.statements import Failure
-from frog_gym.generators.validate import Scratch
+from frog_gym.generators.validate import Scratch, names_this_machine
 
 MAX_HUNKS = 120
 """A release pair with more source hunks than this is skipped (too large to reduce in reasonable time)."""
@@ -488,7 +488,9 @@ def _build_task(pair: _Pair, spec: RepoSpec, a: Release, b: Release, iid: str, h
     if not s0 or not s1:
         return None
     f2p = [t for t in f2p if t in s0 and not s0[t].ok and s1.get(t, TestStatus.MISSING).ok]
-    p2p = sorted(t for t in s1 if s1[t].ok and s0.get(t, TestStatus.MISSING).ok)
+    p2p = sorted(t for t in s1 if s1[t].ok and s0.get(t, TestStatus.MISSING).ok and not names_this_machine(t))
+    if any(names_this_machine(t) for t in f2p):
+        return None
     if not f2p:
         return None
     test_patch = diff_text(hidden)

@@ -439,3 +439,24 @@ def test_a_declared_setup_cfg_requirement_goes_on_over_a_backslash(tmp_path):
     assert onboarding.declared_test_requires(tmp_path) == (
         ['pytest-black >= 0.3.7; python_implementation != "PyPy"', "pygments"],
         ["setup.cfg [options.extras_require] testing"])
+
+
+def test_a_test_named_after_an_installed_path_never_enters_a_task(tmp_path, home):
+    """A test parametrized by ``pytest.__file__`` is named after the venv's path, which moves with
+    $FROG_GYM_HOME: under another home grading finds the recorded id MISSING (CI failed on ten requests tasks
+    registered under a helper's home). The baseline that every generator draws tests from leaves it out."""
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.generators.validate import baseline, names_this_machine
+
+    files = {**TINY, "tests/test_where.py": ("import pytest\n\n\n@pytest.mark.parametrize('p', [pytest.__file__, 'x'])\n"
+                                            "def test_where(p):\n    assert p\n")}
+    commit = git_repo(tmp_path / "where", files)
+    result = add(f"git:{tmp_path / 'where'}@{commit}", AddOptions(kind="demo", out_dir=tmp_path / "specs"))
+    repo = prepare(load_repo_file(result.path))
+    ids = set(baseline(repo))
+    assert {"tests/test_where.py::test_where[x]", "tests/test_tiny.py::test_add"} <= ids
+    assert not any("test_where[/" in t for t in ids)  # the id naming pytest's installed file is left out
+    assert not any(names_this_machine(t, repo) for t in ids)
+    other_home = f"tests/test_where.py::test_where[/elsewhere/venvs/where-0123456789abcdef/lib/python3.11/x.py]"
+    assert names_this_machine(other_home)  # one recorded under another home is told apart too
+    assert not names_this_machine('tests/test_clean.py::test_uri[<a href="file:///tmp/foo">foo</a>]')

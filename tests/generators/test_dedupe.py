@@ -20,3 +20,20 @@ def test_every_registered_task_file_is_free_of_redundancy():
         assert not retire_paired(records), f.name  # no easy part of a hardened task is still a task of its own
         hardened += sum(1 for d in records if d.get("provenance", {}).get("harden"))
     assert hardened > 0
+
+
+def test_no_registered_test_id_names_a_machines_installed_path():
+    """Every task's tests are named the same on every machine: no id holds a venv or home path (see
+    ``test_registry.py::test_a_test_named_after_an_installed_path_never_enters_a_task``)."""
+    from frog_gym.generators.validate import names_this_machine
+
+    seen = 0
+    for f in _tasks_dir().iterdir():
+        if f.name.endswith(".jsonl"):
+            for line in f.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    d = json.loads(line)
+                    ids = d["FAIL_TO_PASS"] + d["PASS_TO_PASS"]
+                    seen += len(ids)
+                    assert not [t for t in ids if names_this_machine(t)], d["instance_id"]
+    assert seen > 100_000
