@@ -25,6 +25,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     rec.add_argument("--seed", default="oracle", help="order of the tasks (seeded shuffle: running coverage "
                                                       "figures are a fair sample)")
     rec.add_argument("--again", action="store_true", help="record tasks that already have a current record too")
+    rs = sub.add_parser("resettle", help="settle stored oracles again under a moved clock (records made before "
+                                         "settling moved it): a call whose outcome depends on the date is dropped")
+    which = rs.add_mutually_exclusive_group(required=True)
+    which.add_argument("--all", action="store_true", help="every registered task")
+    which.add_argument("--ids", nargs="+", metavar="ID", help="these task ids")
+    which.add_argument("--repo", help="every task of this repository")
+    rs.add_argument("--out", type=Path, default=None, help="the oracle folder (default: the registry's)")
     st = sub.add_parser("stats", help="coverage of the recorded oracles: pool and FrogLive tasks")
     st.add_argument("--out", type=Path, default=None, help="the oracle folder (default: the registry's)")
     cp = sub.add_parser("compact", help="rewrite each oracle file as one gzip stream, last record per task")
@@ -90,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
             print(f"  {n:5d}  {why}")
         return 0
+    if args.action == "resettle":
+        return _resettle(args, folder, have)
     index = task_index()
     if args.all:
         ids = sorted(index)
@@ -118,3 +127,30 @@ def run(args: argparse.Namespace) -> int:
                           "s": round(time.monotonic() - t0, 1)}), flush=True)
     print(f"recorded {done} tasks into {folder}", file=sys.stderr)
     return 0
+
+
+def _resettle(args: argparse.Namespace, folder: Path, have: dict[str, dict]) -> int:
+    from frog_gym.grading.oracle import append_record, resettle, task_digest
+    from frog_gym.catalog.task import load_task, task_index
+
+    index = task_index()
+    ids = sorted(index) if args.all else [i for i in sorted(index) if load_task(i).repo == args.repo] \
+        if args.repo else list(dict.fromkeys(args.ids))
+    counts = {"kept": 0, "fewer calls": 0, "lost its oracle": 0}
+    for n, iid in enumerate(ids, 1):
+        task = load_task(iid)
+        old = have.get(iid)
+        if old is None or old.get("digest") != task_digest(task):
+            continue
+        new = resettle(task, old)
+        if new is None:
+            continue
+        append_record(folder, new)
+        kind = ("kept" if len(new["calls"]) == len(old["calls"]) else "fewer calls" if new["calls"]
+                else "lost its oracle")
+        counts[kind] += 1
+        print(json.dumps({"n": n, "of": len(ids), "id": iid, "calls": [len(old["calls"]), len(new["calls"])],
+                          "covered": [old.get("covered", 0), new["covered"]], "s": new["resettled"]}), flush=True)
+    print(f"resettled into {folder}: " + ", ".join(f"{v} {k}" for k, v in counts.items()), file=sys.stderr)
+    return 0
+

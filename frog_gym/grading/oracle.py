@@ -11,9 +11,10 @@ covered task's reward also rests on a comparison made on the host:
   included), with their arguments, the value returned or exception type raised, and the after-state of
   every argument the call changed (``self`` included). Any selected test that fails under recording leaves
   the task without an oracle (``changed_outcome`` in its record).
-- **Settle**: the calls are replayed on the gold code in a fresh sandbox until every one reproduces its
-  recorded outcome byte for byte (others are dropped: they depend on a test's set-up, on test code, on
-  time, or on objects' identity), then on the bug: a call the bug can't take (a function, signature or
+- **Settle**: the calls are replayed on the gold code in a fresh sandbox, with the clock as it is and moved
+  :data:`CLOCK_SHIFT` ahead, until every one reproduces its recorded outcome byte for byte in both (others
+  are dropped: they depend on a test's set-up, on test code, on the date or time, or on objects' identity;
+  :func:`resettle` applies the moved clock to records made before it), then on the bug: a call the bug can't take (a function, signature or
   class only the gold has) is dropped, and the task is **covered** when at least one call's outcome differs
   between bug and gold. At most :data:`MAX_CALLS` calls are kept, the differing ones first.
 - **Grade** (:func:`check`): a sandbox holding only the package's source as the agent left it (no test file,
@@ -58,6 +59,9 @@ MAX_CALLS = 120
 """Calls kept per task: every call whose outcome differs between bug and gold first, then the others."""
 REPLAY_TIMEOUT = 120.0
 """Seconds a whole replay may run (each call has its own limit of ``frog_oracle.CALL_TIMEOUT``)."""
+CLOCK_SHIFT = 400 * 86400 + 7 * 3600 + 13 * 60 + 17
+"""Seconds settling moves the replay's clock ahead (``frog_oracle.shift_clock``): another year, month, day,
+weekday, hour, minute and second, so that a call whose outcome depends on any of them is dropped."""
 
 
 def _plugin_dir() -> Any:
@@ -235,8 +239,9 @@ def compact(folder: Path) -> None:
 # --- replay ------------------------------------------------------------------------------------------------
 
 def replay(repo: PreparedRepo, tree: Path, calls: list[dict], timeout: float = REPLAY_TIMEOUT,
-           backend: str = "local") -> tuple[list[bytes], str]:
-    """Replay ``calls`` (their arguments only) on the package in ``tree``, in a sandbox like a grade's.
+           backend: str = "local", clock_shift: float = 0.0) -> tuple[list[bytes], str]:
+    """Replay ``calls`` (their arguments only) on the package in ``tree``, in a sandbox like a grade's
+    (``clock_shift``: seconds the replay's wall clock is moved ahead; settling only).
 
     Returns one outcome line per call, as raw bytes (missing lines are empty), and a note when the replay
     did not finish (ran past ``timeout`` or died)."""
@@ -250,7 +255,10 @@ def replay(repo: PreparedRepo, tree: Path, calls: list[dict], timeout: float = R
                           binds=((io / "in", "/frog/in", False), (io / "out", "/frog/out", True),
                                  (Path(plugin), "/frog/oracle", False)))
         try:
-            r = sb.exec([str(repo.python), "-s", "-c", _BOOT], timeout, env={"PYTHONHASHSEED": "0", "PYTHONPATH": ""})
+            env = {"PYTHONHASHSEED": "0", "PYTHONPATH": ""}
+            if clock_shift:
+                env["FROG_ORACLE_CLOCK_SHIFT"] = repr(float(clock_shift))
+            r = sb.exec([str(repo.python), "-s", "-c", _BOOT], timeout, env=env)
         finally:
             sb.close()
         data = _read_capped(io / "out" / "results.jsonl")
@@ -365,13 +373,15 @@ def start_check(repo: PreparedRepo, task: Task, template: Template, changes: lis
 # --- recording (validation) ----------------------------------------------------------------------------
 
 def _settle(repo: PreparedRepo, gold: Path, calls: list[dict], rounds: int = 4) -> list[dict]:
-    """The calls whose replay on the gold code reproduces the recorded outcome, replayed as a set (each
-    replay runs them in order in one process, so a dropped call can change a later one's state)."""
+    """The calls whose replay on the gold code reproduces the recorded outcome, with the clock as it is and
+    moved by :data:`CLOCK_SHIFT`, replayed as a set (each replay runs them in order in one process, so a
+    dropped call can change a later one's state)."""
     for _ in range(rounds):
         if not calls:
             return []
         got, _note = replay(repo, gold, calls)
-        keep = [c for c, line in zip(calls, got) if line == c["out"].encode()]
+        moved, _note = replay(repo, gold, calls, clock_shift=CLOCK_SHIFT)
+        keep = [c for c, line, later in zip(calls, got, moved) if line == c["out"].encode() == later]
         if len(keep) == len(calls):
             return calls
         calls = keep
@@ -391,7 +401,7 @@ def record_task(task: Task, timeout: float = 600.0, repo: PreparedRepo | None = 
 
     start = time.monotonic()
     base = {"instance_id": task.instance_id, "repo": task.repo, "digest": task_digest(task), "calls": [],
-            "covered": 0, "recorded": 0, "stable": 0, "v": RECORDER_VERSION}
+            "covered": 0, "recorded": 0, "stable": 0, "v": RECORDER_VERSION, "clock": CLOCK_SHIFT}
 
     def done(why: str = "", **kw: Any) -> dict:
         return {**base, **kw, **({"why": why} if why else {}), "seconds": round(time.monotonic() - start, 1)}
@@ -476,3 +486,43 @@ def record_task(task: Task, timeout: float = 600.0, repo: PreparedRepo | None = 
         return done(calls=calls, covered=covered, stable=base["stable"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def resettle(task: Task, rec: dict, repo: PreparedRepo | None = None) -> dict | None:
+    """Settle a stored record's calls again as :func:`record_task` settles them today (the moved clock came
+    after most records were made); returns the record to store (marked ``clock``: the calls that hold, and
+    the coverage measured again when some did not), or None when the record has no calls or is settled so."""
+    from frog_gym.grading.runner import _patched, patch_files
+    from frog_gym.catalog.live import is_live, task_spec
+    from frog_gym.catalog.snapshot import prepare
+    from frog_gym.sandbox.workspace import template_for
+
+    if not rec.get("calls") or rec.get("clock") == CLOCK_SHIFT:
+        return None
+    start = time.monotonic()
+    repo = repo or prepare(task_spec(task))
+    template = template_for(repo, task.bug_patch, task.instance_id,
+                            hidden_tests="" if is_live(task.instance_id) else task.test_patch)
+    after = _patched(template, task.patch, f"the gold patch of {task.instance_id}")
+    if isinstance(after, str):
+        raise ValueError(f"{task.instance_id}: the gold patch does not apply: {after[:200]}")
+    tests = patch_files(task.test_patch)
+    gold = [Change(f, (template.root / f).read_bytes() if (template.root / f).is_file() else None, new)
+            for f, new in after.items() if f not in tests]
+    gold = [c for c in gold if c.old != c.new]
+    with tempfile.TemporaryDirectory(dir=paths.home()) as work:
+        gold_tree = package_tree(repo, template, gold, Path(work) / "gold", tests)
+        calls = _settle(repo, gold_tree, list(rec["calls"]))
+        out = {**rec, "clock": CLOCK_SHIFT, "resettled": round(time.monotonic() - start, 1)}
+        if len(calls) == len(rec["calls"]):
+            return {**out, "calls": rec["calls"]}
+        if not calls:
+            return {**out, "calls": [], "covered": 0, "why": "no recorded call reproduced its outcome on the gold "
+                                                            "code in a fresh process (with the clock moved)"}
+        got, _ = replay(repo, package_tree(repo, template, [], Path(work) / "bug", tests), calls)
+        covered = sum(line != c["out"].encode() for c, line in zip(calls, got))
+        if not covered:
+            return {**out, "calls": [], "covered": 0,
+                    "why": "no recorded call's outcome differs between the bug and the gold fix (with the clock moved)"}
+        return {**out, "calls": calls, "covered": covered}
+
