@@ -545,42 +545,46 @@ def shift_clock(seconds):
     time.strftime = lambda fmt, t=None: moved["strftime"](fmt, time.localtime() if t is None else t)
     real_date, real_datetime = _dt.date, _dt.datetime
 
-    class SeesReal(type):  # isinstance() and issubclass() answer for the real class
+    class SeesReal(type):  # isinstance() and issubclass() with a look-alike answer for its real class
         def __instancecheck__(cls, obj):
-            return isinstance(obj, cls.real)
+            return isinstance(obj, cls.__dict__["real"]) if "real" in cls.__dict__ else \
+                type.__instancecheck__(cls, obj)
 
         def __subclasscheck__(cls, sub):
-            return issubclass(sub, cls.real)
+            return issubclass(sub, cls.__dict__["real"]) if "real" in cls.__dict__ else \
+                type.__subclasscheck__(cls, sub)
 
+    # A package's own subclass (tomlkit's DateTime) stays a subclass: it gets real instances of itself and
+    # the moved clock, while the look-alike's constructor makes plain real objects.
     class date(real_date, metaclass=SeesReal):
         __slots__ = ()
         real = real_date
 
         def __new__(cls, *args, **kw):
-            return real_date(*args, **kw)
+            return real_date(*args, **kw) if cls is date else real_date.__new__(cls, *args, **kw)
 
         @classmethod
         def today(cls):
-            return real_date.fromtimestamp(time.time())
+            return cls.fromtimestamp(time.time())
 
     class datetime(real_datetime, metaclass=SeesReal):
         __slots__ = ()
         real = real_datetime
 
         def __new__(cls, *args, **kw):
-            return real_datetime(*args, **kw)
+            return real_datetime(*args, **kw) if cls is datetime else real_datetime.__new__(cls, *args, **kw)
 
         @classmethod
         def now(cls, tz=None):
-            return real_datetime.fromtimestamp(time.time(), tz)
+            return cls.fromtimestamp(time.time(), tz)
 
         @classmethod
         def utcnow(cls):
-            return real_datetime.fromtimestamp(time.time(), _dt.timezone.utc).replace(tzinfo=None)
+            return cls.fromtimestamp(time.time(), _dt.timezone.utc).replace(tzinfo=None)
 
         @classmethod
         def today(cls):
-            return real_datetime.fromtimestamp(time.time())
+            return cls.fromtimestamp(time.time())
 
     for look, real in ((date, real_date), (datetime, real_datetime)):
         # the real classes' own name strings (one module string shared by every datetime type, as pickle's memo
