@@ -457,6 +457,6 @@ def test_a_test_named_after_an_installed_path_never_enters_a_task(tmp_path, home
     assert {"tests/test_where.py::test_where[x]", "tests/test_tiny.py::test_add"} <= ids
     assert not any("test_where[/" in t for t in ids)  # the id naming pytest's installed file is left out
     assert not any(names_this_machine(t, repo) for t in ids)
-    other_home = f"tests/test_where.py::test_where[/elsewhere/venvs/where-0123456789abcdef/lib/python3.11/x.py]"
+    other_home = "tests/test_where.py::test_where[/elsewhere/venvs/where-0123456789abcdef/lib/python3.11/x.py]"
     assert names_this_machine(other_home)  # one recorded under another home is told apart too
     assert not names_this_machine('tests/test_clean.py::test_uri[<a href="file:///tmp/foo">foo</a>]')

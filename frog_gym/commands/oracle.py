@@ -16,10 +16,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", required=True)
     rec = sub.add_parser("record", help="record the oracle of each task not yet recorded as it stands (resumable: "
                                         "each task's record is appended as soon as it is made)")
-    which = rec.add_mutually_exclusive_group(required=True)
-    which.add_argument("--all", action="store_true", help="every registered task")
-    which.add_argument("--ids", nargs="+", metavar="ID", help="these task ids")
-    which.add_argument("--repo", help="every task of this repository")
+    _which_tasks(rec)
     rec.add_argument("--out", type=Path, default=None,
                      help="the oracle folder (default: the registry's, registry/oracles of a source checkout)")
     rec.add_argument("--seed", default="oracle", help="order of the tasks (seeded shuffle: running coverage "
@@ -27,15 +24,30 @@ def configure(p: argparse.ArgumentParser) -> None:
     rec.add_argument("--again", action="store_true", help="record tasks that already have a current record too")
     rs = sub.add_parser("resettle", help="settle stored oracles again under a moved clock (records made before "
                                          "settling moved it): a call whose outcome depends on the date is dropped")
-    which = rs.add_mutually_exclusive_group(required=True)
-    which.add_argument("--all", action="store_true", help="every registered task")
-    which.add_argument("--ids", nargs="+", metavar="ID", help="these task ids")
-    which.add_argument("--repo", help="every task of this repository")
+    _which_tasks(rs)
     rs.add_argument("--out", type=Path, default=None, help="the oracle folder (default: the registry's)")
     st = sub.add_parser("stats", help="coverage of the recorded oracles: pool and FrogLive tasks")
     st.add_argument("--out", type=Path, default=None, help="the oracle folder (default: the registry's)")
     cp = sub.add_parser("compact", help="rewrite each oracle file as one gzip stream, last record per task")
     cp.add_argument("--out", type=Path, default=None, help="the oracle folder (default: the registry's)")
+
+
+def _which_tasks(p: argparse.ArgumentParser) -> None:
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--all", action="store_true", help="every registered task")
+    which.add_argument("--ids", nargs="+", metavar="ID", help="these task ids")
+    which.add_argument("--repo", help="every task of this repository")
+
+
+def _chosen(args: argparse.Namespace) -> list[str]:
+    from frog_gym.catalog.task import load_task, task_index
+
+    index = task_index()
+    if args.all:
+        return sorted(index)
+    if args.repo:
+        return sorted(i for i in index if load_task(i).repo == args.repo)
+    return list(dict.fromkeys(args.ids))
 
 
 def _wilson(k: int, n: int, z: float = 1.96) -> str:
@@ -99,13 +111,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.action == "resettle":
         return _resettle(args, folder, have)
-    index = task_index()
-    if args.all:
-        ids = sorted(index)
-    elif args.repo:
-        ids = sorted(i for i in index if load_task(i).repo == args.repo)
-    else:
-        ids = list(dict.fromkeys(args.ids))
+    ids = _chosen(args)
     random.Random(args.seed).shuffle(ids)
     done = 0
     for n, iid in enumerate(ids, 1):
@@ -131,11 +137,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _resettle(args: argparse.Namespace, folder: Path, have: dict[str, dict]) -> int:
     from frog_gym.grading.oracle import append_record, resettle, task_digest
-    from frog_gym.catalog.task import load_task, task_index
+    from frog_gym.catalog.task import load_task
 
-    index = task_index()
-    ids = sorted(index) if args.all else [i for i in sorted(index) if load_task(i).repo == args.repo] \
-        if args.repo else list(dict.fromkeys(args.ids))
+    ids = _chosen(args)
     counts = {"kept": 0, "fewer calls": 0, "lost its oracle": 0}
     for n, iid in enumerate(ids, 1):
         task = load_task(iid)

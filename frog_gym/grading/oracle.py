@@ -388,16 +388,33 @@ def _settle(repo: PreparedRepo, gold: Path, calls: list[dict], rounds: int = 4) 
     return []
 
 
+def _gold_files(repo: PreparedRepo, task: Task) -> tuple[Template, dict[str, bytes | None], dict[str, bytes | None],
+                                                          frozenset[str]] | str:
+    """The task's starting template, the files of its gold fix (after), the same files before it and the hidden
+    test files; or why the gold patch does not apply."""
+    from frog_gym.grading.runner import _patched, patch_files
+    from frog_gym.catalog.live import is_live
+    from frog_gym.sandbox.workspace import template_for
+
+    template = template_for(repo, task.bug_patch, task.instance_id,
+                            hidden_tests="" if is_live(task.instance_id) else task.test_patch)
+    after = _patched(template, task.patch, f"the gold patch of {task.instance_id}")
+    if isinstance(after, str):
+        return after
+    before = {f: ((template.root / f).read_bytes() if (template.root / f).is_file() else None) for f in after}
+    return template, after, before, patch_files(task.test_patch)
+
+
 def record_task(task: Task, timeout: float = 600.0, repo: PreparedRepo | None = None) -> dict:
     """Record, settle and measure the oracle of ``task`` (see the module docstring); returns its record.
 
     The record always says what happened: ``calls`` (empty when the task has no oracle), ``covered`` (calls
     whose outcome differs between bug and gold), ``recorded`` (calls seen), ``stable`` (reproduced by the
     gold code in a fresh process), and ``why`` when there is no oracle."""
-    from frog_gym.grading.runner import GRADING_PYTEST_ARGS, TestStatus, _patched, hidden_test_changes, patch_files, run_tests
-    from frog_gym.catalog.live import is_live, task_spec
+    from frog_gym.grading.runner import GRADING_PYTEST_ARGS, TestStatus, hidden_test_changes, run_tests
+    from frog_gym.catalog.live import task_spec
     from frog_gym.catalog.snapshot import prepare
-    from frog_gym.sandbox.workspace import Workspace, template_for
+    from frog_gym.sandbox.workspace import Workspace
 
     start = time.monotonic()
     base = {"instance_id": task.instance_id, "repo": task.repo, "digest": task_digest(task), "calls": [],
@@ -407,13 +424,10 @@ def record_task(task: Task, timeout: float = 600.0, repo: PreparedRepo | None = 
         return {**base, **kw, **({"why": why} if why else {}), "seconds": round(time.monotonic() - start, 1)}
 
     repo = repo or prepare(task_spec(task))
-    template = template_for(repo, task.bug_patch, task.instance_id,
-                            hidden_tests="" if is_live(task.instance_id) else task.test_patch)
-    after = _patched(template, task.patch, f"the gold patch of {task.instance_id}")
-    if isinstance(after, str):
-        return done(f"the gold patch does not apply: {after[:200]}")
-    bug_files = {f: ((template.root / f).read_bytes() if (template.root / f).is_file() else None) for f in after}
-    tests = patch_files(task.test_patch)
+    gold_of = _gold_files(repo, task)
+    if isinstance(gold_of, str):
+        return done(f"the gold patch does not apply: {gold_of[:200]}")
+    template, after, bug_files, tests = gold_of
     source = {f: b for f, b in bug_files.items() if not repo.spec.tests.is_test_file(f) and f not in tests}
     aim = targets(source, after)
     reached = reach(source, after)
@@ -492,24 +506,18 @@ def resettle(task: Task, rec: dict, repo: PreparedRepo | None = None) -> dict | 
     """Settle a stored record's calls again as :func:`record_task` settles them today (the moved clock came
     after most records were made); returns the record to store (marked ``clock``: the calls that hold, and
     the coverage measured again when some did not), or None when the record has no calls or is settled so."""
-    from frog_gym.grading.runner import _patched, patch_files
-    from frog_gym.catalog.live import is_live, task_spec
+    from frog_gym.catalog.live import task_spec
     from frog_gym.catalog.snapshot import prepare
-    from frog_gym.sandbox.workspace import template_for
 
     if not rec.get("calls") or rec.get("clock") == CLOCK_SHIFT:
         return None
     start = time.monotonic()
     repo = repo or prepare(task_spec(task))
-    template = template_for(repo, task.bug_patch, task.instance_id,
-                            hidden_tests="" if is_live(task.instance_id) else task.test_patch)
-    after = _patched(template, task.patch, f"the gold patch of {task.instance_id}")
-    if isinstance(after, str):
-        raise ValueError(f"{task.instance_id}: the gold patch does not apply: {after[:200]}")
-    tests = patch_files(task.test_patch)
-    gold = [Change(f, (template.root / f).read_bytes() if (template.root / f).is_file() else None, new)
-            for f, new in after.items() if f not in tests]
-    gold = [c for c in gold if c.old != c.new]
+    gold_of = _gold_files(repo, task)
+    if isinstance(gold_of, str):
+        raise ValueError(f"{task.instance_id}: the gold patch does not apply: {gold_of[:200]}")
+    template, after, bug_files, tests = gold_of
+    gold = [Change(f, bug_files[f], new) for f, new in after.items() if f not in tests and bug_files[f] != new]
     with tempfile.TemporaryDirectory(dir=paths.home()) as work:
         gold_tree = package_tree(repo, template, gold, Path(work) / "gold", tests)
         calls = _settle(repo, gold_tree, list(rec["calls"]))
