@@ -24,6 +24,10 @@ from frog_gym.grading.runner import Change, _patched, patch_files
 from frog_gym.sandbox.workspace import template_for
 
 COVERED = "inflection__wrong_variable-a7636217"
+TIMED_OUT = b'{"x":"builtins.TimeoutError"}'
+"""A replayed call that ran past ``frog_oracle.CALL_TIMEOUT``: idna__live-3.14-1's bug (quadratic time on long
+input, the fix refuses it up front) spends seconds a call, so on a loaded machine a call times out on one side
+and ends in the package's own exception on the other; its gold calls take a fraction of a second."""
 REL = "inflection/__init__.py"
 
 
@@ -63,7 +67,13 @@ def _same_bytes_warm_and_cold(tids: list[str]) -> None:
         for side in (changes, []):
             warm = replay_warm(repo, template, side, calls, 60.0, hidden)
             assert warm is not None, (tid, grading_server._REFUSED)
-            assert warm == _cold(repo, template, side, calls, hidden), tid
+            cold = _cold(repo, template, side, calls, hidden)
+            if side:
+                assert warm == cold, tid
+            else:  # a bug call that runs into the per-call time limit on either side ends as the load decides
+                slow = {i for i, pair in enumerate(zip(warm[0], cold[0])) if TIMED_OUT in pair}
+                assert warm[1] == cold[1] and [a for i, a in enumerate(warm[0]) if i not in slow] == \
+                    [b for i, b in enumerate(cold[0]) if i not in slow], tid
         gold = replay_warm(repo, template, changes, calls, 60.0, hidden)
         assert oracle.compare(calls, *gold).passed, (tid, gold[1])
         assert not oracle.compare(calls, *replay_warm(repo, template, [], calls, 60.0, hidden)).passed, tid
