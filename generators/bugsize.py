@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frog_gym.generators.hunks import changed_lines
-from frog_gym.generators.operators import MULTI_LINE_FAMILIES  # noqa: F401 (defined beside the families)
+from frog_gym.generators.operators import MULTI_LINE_FAMILIES  # also re-exported (defined beside the families)
 
 MIN_MEDIAN_LINES = 4
 MAX_UNDONE = 0.40
@@ -35,6 +35,13 @@ BIG_FAMILIES = ("duplicated_branch_body", "missing_state_update", "repeated_comp
 """The multi-line families whose gold patches change at least ``MIN_MEDIAN_LINES`` lines (3 at the least for
 duplicated_branch_body; the others move or drop one line as often as not): generate with these to add big
 single-bug tasks, ``frog-gym generate REPO --families`` and a ``--max-tasks`` above the repository's count."""
+
+
+ANCHORS = ("dropped_guard", "missing_branch", "reordered_statements", "unforwarded_argument", "removed_statement",
+           *MULTI_LINE_FAMILIES)
+"""The families ``--apply`` pairs easy tasks with: harden's ``HARD_FAMILIES``, ``removed_statement`` (no single
+candidate edit undoes one either; session 16's retirements needed it once the others' tasks were used) and the
+multi-line ones."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args(argv)
     from frog_gym.catalog.spec import load_repo
-    from frog_gym.generators.harden import HARD_FAMILIES, describe, harden
+    from frog_gym.generators.harden import describe, harden
     from frog_gym.generators.synthesis import GenerateConfig, tasks_path
 
     cfg = GenerateConfig(seed=args.seed, workers=args.workers)
@@ -129,8 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         for _round in range(3 if args.apply else 0):  # a retired task may leave a pair untried: plan again
             if not pl.retire:
                 break
-            done = harden(spec, cfg, pl.retire, progress=False, anchors=tuple(HARD_FAMILIES) + MULTI_LINE_FAMILIES,
-                          easy_below=MIN_MEDIAN_LINES)
+            done = harden(spec, cfg, pl.retire, progress=False, anchors=ANCHORS, easy_below=MIN_MEDIAN_LINES)
             print(describe(done), flush=True)
             pl = plan(name, sizes_of(spec, _records(tasks_path(spec, cfg))))
             if not done.combined:

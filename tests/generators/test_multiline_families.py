@@ -10,7 +10,7 @@ import functools
 import subprocess
 
 import pytest
-from frog_gym.generators.operators import FAMILIES, Mutation, find_mutations
+from frog_gym.generators.operators import FAMILIES, MULTI_LINE_FAMILIES, Mutation, find_mutations
 from frog_gym.generators.undo import site_lines, undone_by_one_edit
 from frog_gym.generators.validate import patches
 from frog_gym.sandbox.workspace import Change
@@ -314,3 +314,10 @@ def test_per_function_quota_counts_multi_line_bugs_apart_and_state_refusals_are_
     kept_by_an_older_run = {"id": "r__old-4", "reason": "per function quota reached", "family": "x"}
     path.write_text(path.read_text() + json.dumps(kept_by_an_older_run) + "\n")
     assert set(_Rejections(path).seen) == set(rej.seen) == {"r__swapped_blocks-3"}
+
+
+def test_bugsize_anchors_on_every_hard_and_multi_line_family() -> None:
+    from frog_gym.generators.bugsize import ANCHORS
+    from frog_gym.generators.harden import HARD_FAMILIES
+
+    assert set(HARD_FAMILIES) | set(MULTI_LINE_FAMILIES) | {"removed_statement"} == set(ANCHORS)
