@@ -37,3 +37,24 @@ def test_no_registered_test_id_names_a_machines_installed_path():
                     seen += len(ids)
                     assert not [t for t in ids if names_this_machine(t)], d["instance_id"]
     assert seen > 100_000
+
+
+def test_the_pools_single_bug_median_gold_patch_changes_at_least_four_lines():
+    """Issue 22's bigger bugs, as ``benchmarks/one_edit_undo.py`` counts them (a changed line is a ``-`` or ``+``
+    line of the gold patch; a single-bug task has one recorded site). The margin is thin (510 big against 501
+    small when it was reached): retiring big tasks or adding small ones shows here."""
+    import importlib.util
+    import statistics
+    from pathlib import Path
+
+    from frog_gym.generators.bugsize import MIN_MEDIAN_LINES
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "one_edit_undo.py"
+    spec = importlib.util.spec_from_file_location("one_edit_undo", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    lines = [bench.patch_shape(d["patch"])[2] for f in bench.pool_files(Path(str(_tasks_dir())))
+             for d in map(json.loads, filter(str.strip, f.read_text(encoding="utf-8").splitlines()))
+             if len(d.get("provenance", {}).get("sites", [])) == 1]
+    assert len(lines) > 900
+    assert statistics.median(lines) >= MIN_MEDIAN_LINES, (statistics.median(lines), len(lines))
