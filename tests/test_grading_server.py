@@ -183,6 +183,23 @@ def test_a_process_left_behind_never_reaches_the_next_grade():
     assert all(r.statuses[t] is TestStatus.PASSED for t in task.PASS_TO_PASS)
 
 
+def test_a_warm_grade_past_its_limit_is_killed_there_and_the_next_grade_is_clean():
+    """The parent waits for its child on a pidfd (or polls): a child that never ends is killed at the deadline,
+    its tests count as failed, and the same server grades the next run as usual."""
+    task, repo, template = _setup(FLAT)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    hang = _append(template, "inflection/__init__.py", "import time as _t\n_t.sleep(600)\n")
+    with server.lock:
+        r = server.run(template, [hang], task.selected_tests, _canaries(task), 3)
+        assert "past the grading limit" in r.note, r.note
+        assert all(s is TestStatus.FAILED for s in r.statuses.values())
+        again = server.run(template, [], task.selected_tests, _canaries(task, 1), 120)
+    assert again.tampering == [], again.note
+    assert all(again.statuses[t] is TestStatus.FAILED for t in task.FAIL_TO_PASS)
+    assert all(again.statuses[t] is TestStatus.PASSED for t in task.PASS_TO_PASS)
+
+
 def test_a_child_that_kills_its_parent_sends_the_grade_to_the_cold_path():
     task, repo, template = _setup(FLAT)
     server = grading_server.server_for(repo, template)

@@ -5,6 +5,7 @@ IPC emptied) before the parent answers. Runs inside the sandbox; imports only th
 
 import json
 import os
+import select
 import shutil
 import signal
 import stat
@@ -92,18 +93,40 @@ def wipe():
             pass
 
 
+def _pidfd(pid):
+    """A pidfd of child ``pid`` (readable once it exits), or None where the kernel or Python has none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
 def wait_child(pid, deadline):
     """Wait for child ``pid`` until ``deadline`` (monotonic); then kill every other process, reap the child and
-    empty the shared folders. Returns (exit code or None when it ran past the deadline, its rusage, clean)."""
+    empty the shared folders. Returns (exit code or None when it ran past the deadline, its rusage, clean).
+    The wait blocks on the child's pidfd (no CPU spent while the tests run); without one it polls every 2 ms."""
     status, usage = None, None
-    while True:
-        done, st, ru = os.wait4(pid, os.WNOHANG)
-        if done:
-            status, usage = st, ru
-            break
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.002)
+    fd = _pidfd(pid)
+    poller = None
+    if fd is not None:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+    try:
+        while True:
+            done, st, ru = os.wait4(pid, os.WNOHANG)
+            if done:
+                status, usage = st, ru
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            if poller is not None:
+                poller.poll(min(int(left * 1000) + 1, 60_000))
+            else:
+                time.sleep(0.002)
+    finally:
+        if fd is not None:
+            os.close(fd)
     clean = kill_others()
     if status is None:
         _, status, usage = os.wait4(pid, 0)

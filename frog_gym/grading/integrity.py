@@ -41,6 +41,7 @@ import ast
 import base64
 import binascii
 import codecs
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -49,7 +50,7 @@ import os
 import random
 import re
 import sys
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -409,7 +410,9 @@ def _fold(node: ast.AST, consts: dict[str, object], depth: int = 0) -> object:
 class _Walk(ast.NodeVisitor):
     """One pass over a module: every construct outside the allowlist, as :class:`_Hit` s."""
 
-    def __init__(self, path: str, tree: ast.Module):
+    def __init__(self, path: str, tree: ast.Module, index: bool = True):
+        """The module's bindings (imports anywhere, names bound once to a literal); with ``index``, also each node's
+        parent and the calls, which the walk of a node needs (else :meth:`index` adds them per statement)."""
         self.own = _own(path)
         self.hits: list[_Hit] = []
         self.scope: list[str] = []
@@ -421,12 +424,10 @@ class _Walk(ast.NodeVisitor):
         self.consts: dict[str, object] = {}
         assigned: Counter[str] = Counter()
         assignments = []
+        if index:
+            self.index(tree)
         for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
-                self.parent[child] = node
-            if isinstance(node, ast.Call):
-                self.calls.add(id(node.func))
-            elif isinstance(node, ast.Import):
+            if isinstance(node, ast.Import):
                 for a in node.names:
                     self.imported.add(a.asname or a.name.split(".")[0])
                     if a.asname:
@@ -451,6 +452,14 @@ class _Walk(ast.NodeVisitor):
                     if value is not None:
                         self.consts[targets[0].id] = value
         self.folded: dict[int, object] = {}
+
+    def index(self, tree: ast.AST) -> None:
+        """Each node's parent and the function of each call, under ``tree``."""
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parent[child] = node
+            if isinstance(node, ast.Call):
+                self.calls.add(id(node.func))
 
     # -- recording --
     def hit(self, node: ast.AST, rule: str, name: str, why: str, unless: tuple[str, str] | None = None) -> None:
@@ -814,30 +823,126 @@ def _names_a_test(module: str) -> bool:
     return any(p in ("test", "tests", "conftest") or p.startswith("test_") for p in module.split("."))
 
 
-@functools.lru_cache(maxsize=512)
-def _analysis(path: str, source: bytes) -> tuple[tuple[_Hit, ...], frozenset[tuple[str, str]]] | None:
-    """What a source adds up to: every construct outside the allowlist, and the vocabulary that allows some
-    (modules it imports, special names and attribute names it spells). None: it does not parse. Cached: the
-    starting and pristine versions of a file recur at every grade of a task."""
+Analysis = tuple[tuple[_Hit, ...], frozenset[tuple[str, str]]]
+"""What a source adds up to (see :func:`_analysis`): its hits in file order, and its vocabulary."""
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One top-level statement's share of an analysis: its hits (lines counted from the statement's first line,
+    0-based) and its vocabulary."""
+
+    hits: tuple[_Hit, ...]
+    vocabulary: frozenset[tuple[str, str]]
+
+
+_PARTS: OrderedDict[tuple[str, str, str], _Part] = OrderedDict()
+"""Parts of analyses made or read in this process: (path, context, digest of the statement's exact source) ->
+part, the least recently used dropped past :data:`_PARTS_CAP`."""
+_PARTS_CAP = 50_000
+
+
+def _vocabulary(tree: ast.AST) -> set[tuple[str, str]]:
+    """The modules a tree imports and the special and attribute names it spells (what allows some hits)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(("module", a.name.split(".")[0]) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(("module", node.module.split(".")[0]))
+        elif isinstance(node, ast.Attribute):
+            out.add(("attr", node.attr))
+            if _is_dunder(node.attr):
+                out.add(("dunder", node.attr))
+        elif isinstance(node, ast.Name) and _is_dunder(node.id):
+            out.add(("dunder", node.id))
+    return out
+
+
+def _spans(source: bytes, tree: ast.Module) -> list[tuple[int, str]] | None:
+    """Each top-level statement's first line (its decorators' included) and the digest of its exact source lines;
+    None where two statements share a line (``a = 1; b = 2``), which the parts can't tell apart."""
+    lines = source.splitlines(keepends=True)
+    out, last = [], 0
+    for stmt in tree.body:
+        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+        end = stmt.end_lineno or stmt.lineno
+        if first <= last:
+            return None
+        out.append((first, hashlib.sha256(b"".join(lines[first - 1:end])).hexdigest()))
+        last = end
+    return out
+
+
+def _context(path: str, source: bytes, walk: _Walk) -> str:
+    """What a statement's hits depend on besides its own source: the file's path (its own package), its first two
+    lines (the encoding they may declare), and what the whole module binds (imports anywhere, names bound once to
+    a literal). Two statements of the same source under the same context are walked alike."""
+    head = b"".join(source.splitlines(keepends=True)[:2])
+    h = hashlib.sha256(repr((path, head, sorted(walk.modules.items()), sorted(walk.imported),
+                             sorted((k, type(v).__name__, repr(v)) for k, v in walk.consts.items()))).encode())
+    return h.hexdigest()
+
+
+def _remember_part(key: tuple[str, str, str], part: _Part) -> None:
+    _PARTS[key] = part
+    _PARTS.move_to_end(key)
+    while len(_PARTS) > _PARTS_CAP:
+        _PARTS.popitem(last=False)
+
+
+def _analyse(path: str, source: bytes) -> tuple[Analysis | None, list | None]:
+    """:func:`_analysis`, walking only the top-level statements whose source and context no earlier analysis in
+    this process (or kept on disk, see :func:`_kept_analysis`) walked: the others' parts are taken as they were,
+    their lines moved. The second value is what :func:`_kept_analysis` stores: the context and each statement's
+    digest with its part (None where the parts can't be told apart)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return None
-    walk = _Walk(path, tree)
-    walk.visit(tree)
-    vocabulary = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            vocabulary.update(("module", a.name.split(".")[0]) for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            vocabulary.add(("module", node.module.split(".")[0]))
-        elif isinstance(node, ast.Attribute):
-            vocabulary.add(("attr", node.attr))
-            if _is_dunder(node.attr):
-                vocabulary.add(("dunder", node.attr))
-        elif isinstance(node, ast.Name) and _is_dunder(node.id):
-            vocabulary.add(("dunder", node.id))
-    return tuple(walk.hits), frozenset(vocabulary)
+        return None, None
+    spans = _spans(source, tree)
+    walk = _Walk(path, tree, index=spans is None)
+    if spans is None:
+        walk.visit(tree)
+        return (tuple(walk.hits), frozenset(_vocabulary(tree))), None
+    context = _context(path, source, walk)
+    hits: list[_Hit] = []
+    vocabulary: set[tuple[str, str]] = set()
+    stored: list | None = [context, []]
+    for stmt, (first, digest) in zip(tree.body, spans):
+        key = (path, context, digest)
+        part = _PARTS.get(key)
+        if part is None:
+            walk.hits = []
+            walk.index(stmt)
+            walk.parent[stmt] = tree
+            walk.visit(stmt)
+            end = stmt.end_lineno or stmt.lineno
+            if all(first <= h.line <= end for h in walk.hits):
+                part = _Part(tuple(dataclasses.replace(h, line=h.line - first) for h in walk.hits),
+                             frozenset(_vocabulary(stmt)))
+                _remember_part(key, part)
+            else:  # a hit placed outside its statement: this source is walked whole every time
+                hits += walk.hits
+                vocabulary |= _vocabulary(stmt)
+                stored = None
+                continue
+        else:
+            _PARTS.move_to_end(key)
+        hits += [dataclasses.replace(h, line=h.line + first) for h in part.hits]
+        vocabulary |= part.vocabulary
+        if stored is not None:
+            stored[1].append([digest, part])
+    return (tuple(hits), frozenset(vocabulary)), stored
+
+
+@functools.lru_cache(maxsize=512)
+def _analysis(path: str, source: bytes) -> Analysis | None:
+    """What a source adds up to: every construct outside the allowlist, and the vocabulary that allows some
+    (modules it imports, special names and attribute names it spells). None: it does not parse. Cached: the
+    starting and pristine versions of a file recur at every grade of a task; and by top-level statement
+    (:func:`_analyse`): an agent's edit leaves most of a file's statements as they were."""
+    return _analyse(path, source)[0]
 
 
 def _analysis_key(path: str, source: bytes) -> str:
@@ -855,12 +960,23 @@ def _analysis_key(path: str, source: bytes) -> str:
 _RULES_DIGEST: str | None = None
 
 
+def _hits_of(rows) -> tuple[_Hit, ...]:
+    return tuple(_Hit((str(k[0]), str(k[1]), str(k[2])), (str(u[0]), str(u[1])) if u else None, int(line), str(text),
+                      str(why)) for k, u, line, text, why in rows)
+
+
+def _rows_of(hits) -> list:
+    return [[list(h.key), list(h.unless) if h.unless else None, h.line, h.text, h.why] for h in hits]
+
+
 @functools.lru_cache(maxsize=512)
-def _kept_analysis(path: str, source: bytes) -> tuple[tuple[_Hit, ...], frozenset[tuple[str, str]]] | None:
+def _kept_analysis(path: str, source: bytes) -> Analysis | None:
     """:func:`_analysis` of a file no agent wrote (a task's starting file, the repository's own), kept on disk in
     ``$FROG_GYM_HOME/analyses`` (host-only: no sandbox mounts it), so that a process grading a task for the first
-    time does not walk files another process already walked. The agent's own files are never kept. An entry that
-    does not read back as written is analysed again."""
+    time does not walk files another process already walked. The parts of each top-level statement are kept with
+    it, and taken back into this process's parts, so that the agent's version of the file is walked only where
+    its statements differ (:func:`_analyse`). The agent's own files are never kept. An entry that does not read
+    back as written is analysed again."""
     from frog_gym import paths
 
     key = _analysis_key(path, source)
@@ -870,15 +986,20 @@ def _kept_analysis(path: str, source: bytes) -> tuple[tuple[_Hit, ...], frozense
         if d.get("key") == key:
             if d["parsed"] is False:
                 return None
-            hits = tuple(_Hit((str(k[0]), str(k[1]), str(k[2])), (str(u[0]), str(u[1])) if u else None, int(line),
-                              str(text), str(why)) for k, u, line, text, why in d["hits"])
-            return hits, frozenset((str(a), str(b)) for a, b in d["vocabulary"])
+            got = _hits_of(d["hits"]), frozenset((str(a), str(b)) for a, b in d["vocabulary"])
+            if d.get("parts"):
+                context, parts = d["parts"]
+                for digest, (hits, vocabulary) in parts:
+                    _remember_part((path, str(context), str(digest)),
+                                   _Part(_hits_of(hits), frozenset((str(a), str(b)) for a, b in vocabulary)))
+            return got
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         pass
-    got = _analysis(path, source)
-    d = {"key": key, "parsed": got is not None,
-         "hits": [[list(h.key), list(h.unless) if h.unless else None, h.line, h.text, h.why] for h in got[0]] if got else [],
-         "vocabulary": sorted(got[1]) if got else []}
+    got, parts = _analyse(path, source)
+    d = {"key": key, "parsed": got is not None, "hits": _rows_of(got[0]) if got else [],
+         "vocabulary": sorted(got[1]) if got else [],
+         "parts": [parts[0], [[digest, [_rows_of(part.hits), sorted(part.vocabulary)]] for digest, part in parts[1]]]
+         if parts else None}
     try:
         f.parent.mkdir(parents=True, exist_ok=True)
         tmp = f.with_suffix(f".{os.getpid()}.tmp")
@@ -910,10 +1031,11 @@ def tampering(path: str, old: bytes | None, new: bytes, pristine: bytes | None =
     """
     if not path.endswith((".py", ".pyw", ".pyi")):
         return []
+    # the starting and pristine files first: their parts, kept, spare the walk of every statement the edit left
+    before = [a for a in (_kept_analysis(path, old or b""), _kept_analysis(path, pristine or b"")) if a is not None]
     now = _analysis(path, new)
     if now is None:
         return []
-    before = [a for a in (_kept_analysis(path, old or b""), _kept_analysis(path, pristine or b"")) if a is not None]
     vocabulary = frozenset().union(*(v for _, v in before))
     seen: Counter[tuple[str, str, str]] = Counter()
     for hits, _ in before:
