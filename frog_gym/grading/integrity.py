@@ -886,9 +886,11 @@ def _context(path: str, source: bytes, walk: _Walk) -> str:
 
 def _remember_part(key: tuple[str, str, str], part: _Part) -> None:
     _PARTS[key] = part
-    _PARTS.move_to_end(key)
     while len(_PARTS) > _PARTS_CAP:
-        _PARTS.popitem(last=False)
+        try:
+            _PARTS.popitem(last=False)
+        except KeyError:  # emptied meanwhile by another thread
+            break
 
 
 def _analyse(path: str, source: bytes) -> tuple[Analysis | None, list | None]:
@@ -928,7 +930,10 @@ def _analyse(path: str, source: bytes) -> tuple[Analysis | None, list | None]:
                 stored = None
                 continue
         else:
-            _PARTS.move_to_end(key)
+            try:
+                _PARTS.move_to_end(key)
+            except KeyError:  # dropped meanwhile by another thread's grade: the part in hand is still right
+                pass
         hits += [dataclasses.replace(h, line=h.line + first) for h in part.hits]
         vocabulary |= part.vocabulary
         if stored is not None:
