@@ -18,7 +18,7 @@ The task keeps its id, release, tests and statement; its ``patch`` and the ``fea
 Its oracle and its graded revalidation verdict are made from the gold patch, so a changed task needs both again
 (``frog-gym oracle record --ids``, ``python .ci/sample_tasks.py --graded --record``).
 
-    frog-gym mine --minimize REPO...          # every live task of REPO whose reduction ran out
+    frog-gym mine --minimize REPO... [--budget N]   # every live task of REPO whose reduction ran out
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="reduce the gold patches of the named repositories' live tasks whose reduction ran out of "
                         "runs to 1-minimal hunk sets, validating each smaller patch (no mining; "
                         "generators/minimal.py)")
+    p.add_argument("--budget", type=int, default=None,
+                   help="with --minimize: test runs each task's reduction may use (default 200)")
     p.add_argument("--retry", action="store_true", help="mine again the pairs that ended in an error")
     p.add_argument("--report", metavar="FILE",
                    help="write the mining report (every pair recorded so far) as Markdown to FILE")
@@ -71,12 +73,13 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{path.name}: {mine.restate(path)} statement(s) now from the changelog")
         return 0
     if args.minimize:
-        from frog_gym.generators.minimal import minimize_file
+        from frog_gym.generators.minimal import BUDGET, minimize_file
 
         for n in names:
             path = mine.live_path(n, Path(args.tasks_dir) if args.tasks_dir else None, "live")
             if path.exists():
-                reps = minimize_file(path, runs=args.runs, log=lambda s: print(s, flush=True))
+                reps = minimize_file(path, budget=args.budget or BUDGET, runs=args.runs,
+                                     log=lambda s: print(s, flush=True))
                 print(f"{path.name}: {len(reps)} task(s) reduced further, "
                       f"{sum(r.kept < r.hunks for r in reps)} smaller, {sum(r.minimal for r in reps)} now 1-minimal")
         return 0
