@@ -44,8 +44,8 @@ thread's own share, common to both sides, 3.8), resets 0.8. The first grade of a
 cold grade costs (its server's start is a cold run's start), so with five grades a repository the ratio reaches 2x
 only where a later warm grade costs at most 0.375 of a cold one; the rest of the pass puts it near 0.5.
 Session 17, quiet machine (load 0.7-1.4, nothing beside), the static check walked by parts (an agent's file is
-walked only at the statements its edit changed: the host's scan of the 50 grades 1.46 -> 0.81 s of thread CPU) and the
-fork servers waiting on a pidfd, ``--rounds 2``: cold 43.5 and 41.9 s, warm 25.6 and 25.3 s of CPU: **1.68x** (per
+walked only at the statements its edit changed: ``benchmarks/static_check_cost.py``, 0.13x the CPU of the whole walk
+on the final files) and the fork servers waiting on a pidfd, ``--rounds 2``: cold 43.5 and 41.9 s, warm 25.6 and 25.3 s of CPU: **1.68x** (per
 wall-hour 1.69x; target 2x: not met). A warm side's run is a fresh process, so 10 of its 50 grades start a server;
 its forked grades still pay the tests and the report vault's per-test checks (``lying_values`` walks every class at
 each passing FAIL_TO_PASS test), which a cold grade pays alike.
