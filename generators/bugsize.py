@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from frog_gym.generators.hunks import changed_lines
-from frog_gym.generators.operators import MULTI_LINE_FAMILIES  # also re-exported (defined beside the families)
+from frog_gym.generators.operators import HARD_FAMILIES, MULTI_LINE_FAMILIES
 
 MIN_MEDIAN_LINES = 4
 MAX_UNDONE = 0.40
@@ -37,8 +37,7 @@ duplicated_branch_body; the others move or drop one line as often as not): gener
 single-bug tasks, ``frog-gym generate REPO --families`` and a ``--max-tasks`` above the repository's count."""
 
 
-ANCHORS = ("dropped_guard", "missing_branch", "reordered_statements", "unforwarded_argument", "removed_statement",
-           *MULTI_LINE_FAMILIES)
+ANCHORS = (*HARD_FAMILIES, "removed_statement", *MULTI_LINE_FAMILIES)
 """The families ``--apply`` pairs easy tasks with: harden's ``HARD_FAMILIES``, ``removed_statement`` (no single
 candidate edit undoes one either; session 16's retirements needed it once the others' tasks were used) and the
 multi-line ones."""

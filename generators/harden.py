@@ -28,14 +28,13 @@ from typing import Callable, Iterator
 
 from frog_gym.generators import coverage_map, statements
 from frog_gym.generators.hunks import changed_lines
+from frog_gym.generators.operators import HARD_FAMILIES  # (defined beside the families; used here)
 from frog_gym.generators.synthesis import GENERATOR, Candidate, GenerateConfig, Site, Summary, _bar, _ordered, _Pool, _reason_class, _Rejections, _sha8, combinable, combination_tests, make_task, tasks_path
 from frog_gym.generators.taskfiles import append_task, read_existing, rewrite_task_file
 from frog_gym.generators.undo import UndoCache
 from frog_gym.catalog.snapshot import prepare
 from frog_gym.catalog.spec import RepoSpec
 
-HARD_FAMILIES = ("dropped_guard", "missing_branch", "reordered_statements", "unforwarded_argument")
-"""The families none of whose registered bugs one candidate edit undoes (``benchmarks/one_edit_undo.py``)."""
 
 
 def _site(d: dict) -> dict:

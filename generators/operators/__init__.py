@@ -176,3 +176,7 @@ MULTI_LINE_FAMILIES = ("duplicated_branch_body", "wrong_variable_in_block", "dro
                        "misplaced_accumulator_reset", "moved_loop_update", "missing_state_update",
                        "repeated_comparison_flip", "swapped_blocks")
 """The families whose bugs span lines (issue 22); no candidate edit undoes one of their bugs."""
+
+HARD_FAMILIES = ("dropped_guard", "missing_branch", "reordered_statements", "unforwarded_argument")
+"""The families none of whose registered bugs one candidate edit undoes (``benchmarks/one_edit_undo.py``): what
+``generators/harden.py`` anchors combined tasks on by default."""
