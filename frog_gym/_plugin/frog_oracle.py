@@ -554,43 +554,26 @@ def shift_clock(seconds):
             return issubclass(sub, cls.__dict__["real"]) if "real" in cls.__dict__ else \
                 type.__subclasscheck__(cls, sub)
 
-    # A package's own subclass (tomlkit's DateTime) stays a subclass: it gets real instances of itself and
-    # the moved clock, while the look-alike's constructor makes plain real objects.
-    class date(real_date, metaclass=SeesReal):
-        __slots__ = ()
-        real = real_date
-
+    def look_alike(real, **clock):
+        """A class that passes for ``real`` (its module and name, ``isinstance``, pickles of real objects naming it)
+        and reads the moved clock: its constructor makes a plain real object, while a package's own subclass
+        (tomlkit's DateTime) stays a subclass, with real instances of itself and the moved clock."""
         def __new__(cls, *args, **kw):
-            return real_date(*args, **kw) if cls is date else real_date.__new__(cls, *args, **kw)
+            return real(*args, **kw) if cls is look else real.__new__(cls, *args, **kw)
 
-        @classmethod
-        def today(cls):
-            return cls.fromtimestamp(time.time())
-
-    class datetime(real_datetime, metaclass=SeesReal):
-        __slots__ = ()
-        real = real_datetime
-
-        def __new__(cls, *args, **kw):
-            return real_datetime(*args, **kw) if cls is datetime else real_datetime.__new__(cls, *args, **kw)
-
-        @classmethod
-        def now(cls, tz=None):
-            return cls.fromtimestamp(time.time(), tz)
-
-        @classmethod
-        def utcnow(cls):
-            return cls.fromtimestamp(time.time(), _dt.timezone.utc).replace(tzinfo=None)
-
-        @classmethod
-        def today(cls):
-            return cls.fromtimestamp(time.time())
-
-    for look, real in ((date, real_date), (datetime, real_datetime)):
-        # the real classes' own name strings (one module string shared by every datetime type, as pickle's memo
+        look = SeesReal(real.__name__, (real,), {"__slots__": (), "real": real, "__new__": __new__,
+                                                 "today": classmethod(lambda cls: cls.fromtimestamp(time.time())),
+                                                 **clock})
+        # the real class's own name strings (one module string shared by every datetime type, as pickle's memo
         # sees it), and pickles of real objects that name the look-alike: the same bytes as without the move
         look.__module__, look.__qualname__ = real.__module__, real.__qualname__
-        copyreg.pickle(real, lambda o, look=look: (look, o.__reduce__()[1]))
+        copyreg.pickle(real, lambda o: (look, o.__reduce__()[1]))
+        return look
+
+    date = look_alike(real_date)
+    datetime = look_alike(
+        real_datetime, now=classmethod(lambda cls, tz=None: cls.fromtimestamp(time.time(), tz)),
+        utcnow=classmethod(lambda cls: cls.fromtimestamp(time.time(), _dt.timezone.utc).replace(tzinfo=None)))
     _dt.date, _dt.datetime = date, datetime
 
 
