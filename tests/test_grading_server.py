@@ -246,7 +246,8 @@ def test_the_code_caches_serve_only_unchanged_bytes():
         canaries = _canaries(task, 1)
         again = server.run(template, fix, task.selected_tests, canaries, 120)
         assert server.code_made == 0
-        flipped = server.run(template, fix + [_append(template, file, f"\n\ndef {name}():\n    assert False\n")],
+        flip = f"\n\ndef {name}():\n    assert False  # {os.urandom(8).hex()}\n"  # new bytes to every store too
+        flipped = server.run(template, fix + [_append(template, file, flip)],
                              task.selected_tests, _canaries(task, 2), 120)
         assert server.code_made == 1
         back = server.run(template, fix, task.selected_tests, _canaries(task, 3), 120)
@@ -271,3 +272,69 @@ def test_a_warm_child_still_runs_the_atexit_handlers_of_the_code_under_test():
         r = server.run(template, [hook], task.selected_tests, _canaries(task), 120)
         assert (server.ws.path / "at-exit.txt").read_text() == "ran"
     assert r.tampering == [] and r.exit_code == 1
+
+
+def _plugin_module(name):
+    import importlib.util
+    from importlib import resources
+
+    spec = importlib.util.spec_from_file_location(name, str(resources.files("frog_gym").joinpath("_plugin", f"{name}.py")))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_code_one_parent_made_is_taken_by_the_next_servers_never_the_agents_nor_a_damaged_copy(tmp_path):
+    """A server started later (in this process or another) takes the code earlier parents made, kept on the host
+    (:class:`~frog_gym.grading.server.CodeStore`), instead of rewriting and compiling it again: its first grade of the
+    same tree makes only the agent's changed file. The agent's file is never kept. A kept copy that does not load is
+    made again, and every grade's outcomes are the same."""
+    task, repo, template = _setup(FLAT)
+    note = f"\n# {os.urandom(8).hex()}\n".encode()  # the agent's file is new to every store
+    fix = [Change(c.path, c.old, c.new + note) for c in gold(repo, task, template)]
+    made, outcomes = [], []
+    for _ in range(3):
+        server = grading_server.GradingServer(repo, template)
+        try:
+            assert server.store is not None
+            server.store.dir = tmp_path / "code"
+            with server.lock:
+                r = server.run(template, fix, task.selected_tests, _canaries(task), 120)
+            made.append(server.code_made)
+            outcomes.append((r.tampering, {t: r.statuses[t] for t in task.selected_tests}))
+            if len(made) == 2:  # every kept copy damaged: the third server makes everything again
+                for f in (tmp_path / "code").iterdir():
+                    f.write_text("bm90IGNvZGU=")  # base64 of bytes that are no code
+        finally:
+            server.close()
+    assert made[1] == len(fix) and made[0] > len(fix) + 2, made  # the test files, package and plugin parts were kept
+    assert made[2] == made[0], made
+    assert outcomes[0] == outcomes[1] == outcomes[2] and outcomes[0][0] == [], outcomes
+    assert all(s.ok for s in outcomes[0][1].values())
+    fork = _plugin_module("frog_fork")
+    kept = {f.name for f in (tmp_path / "code").iterdir()}
+    assert len(kept) == made[0] - len(fix)
+    for c in fix:
+        assert fork._name("compile", f"/testbed/{c.path}", c.new) not in kept
+
+
+def test_the_kept_code_is_the_hosts_alone(tmp_path):
+    """No grade's code can read or write what the host keeps: the folder is mounted in no sandbox (another task's
+    hidden tests are in it), and a name that is not a digest is never read or written."""
+    task, repo, template = _setup(FLAT)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    store = grading_server.CodeStore(repo)
+    probe = _append(template, "inflection/__init__.py", f"""
+        import os as _os
+        open("/testbed/seen.txt", "w").write(repr([_os.path.exists({str(store.dir)!r}),
+                                                   _os.path.exists({str(paths.home() / "grading")!r})]))
+    """)
+    with server.lock:
+        server.run(template, [probe], task.selected_tests, _canaries(task), 120)
+        assert (server.ws.path / "seen.txt").read_text() == "[False, False]"
+    mine = grading_server.CodeStore(repo)
+    mine.dir = tmp_path / "code"
+    mine.put({"../escape": ["/testbed/x.py", "YQ=="], "a" * 64: ["/testbed/x.py", "YQ=="]})
+    assert [f.name for f in mine.dir.iterdir()] == ["a" * 64] and not (tmp_path / "escape").exists()
+    assert mine.get(["../escape", "a" * 64, "b" * 64]) == {"a" * 64: "YQ=="}

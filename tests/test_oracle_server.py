@@ -261,3 +261,23 @@ def test_folders_a_replay_locks_do_not_cost_the_next_grade_its_oracle():
     assert verdict is not None and verdict.passed, verdict
     again = replay_warm(repo, template, changes, calls, 60.0, hidden)
     assert again is not None and oracle.compare(calls, *again).passed
+
+
+def test_a_later_oracle_server_takes_the_package_code_earlier_ones_made(tmp_path):
+    """The package's modules an oracle server's parent compiled are kept on the host (as the grading servers' are):
+    a server started later compiles only the agent's files, and replays the same bytes."""
+    task, repo, template, changes, hidden = _setup(COVERED)
+    calls = oracle.calls_of(task)
+    note = f"\n# {os.urandom(8).hex()}\n".encode()
+    changes = [Change(c.path, c.old, c.new + note) for c in changes]
+    made, got = [], []
+    for _ in range(2):
+        server = OracleServer(repo, template)
+        try:
+            server.store.dir = tmp_path / "code"
+            got.append(server.replay(template, changes, calls, 60.0, hidden))
+            made.append(server.code_made)
+        finally:
+            server.close()
+    assert made[1] == len(changes) < made[0], made
+    assert got[0] == got[1] and oracle.compare(calls, *got[1]).passed

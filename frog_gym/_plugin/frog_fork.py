@@ -16,22 +16,25 @@ import time
 
 def say(obj):
     """Write one JSON line to stdout (the host's end of the pipe), whole."""
-    data = (json.dumps(obj) + "\n").encode()
+    data = memoryview((json.dumps(obj) + "\n").encode())
     while data:
         data = data[os.write(1, data):]
 
 
 def lines():
     """The host's requests, one JSON object per line of stdin, until it closes."""
-    buf = b""
+    buf, parts = b"", []  # a long line (the host's kept code) is read in many chunks: each is searched once
     while True:
         while b"\n" in buf:
             line, buf = buf.split(b"\n", 1)
             yield json.loads(line)
-        chunk = os.read(0, 1 << 16)
+        chunk = os.read(0, 1 << 20)
         if not chunk:
             return
-        buf += chunk
+        if b"\n" in chunk:
+            buf, parts = b"".join([buf, *parts, chunk]), []
+        else:
+            parts.append(chunk)
 
 
 def others():
@@ -218,20 +221,70 @@ def source(path, roots):
         os.close(fd)
 
 
-def remember(cache, path, source, make):
-    """Keep ``make(source, path)`` in ``cache`` (path -> (source bytes, code)) unless it holds these bytes;
-    returns 1 when it made code, else 0."""
-    if path in cache and cache[path][0] == source:
-        return 0
-    try:
-        code = make(source, path)
-    except Exception:  # noqa: BLE001 (a file that doesn't compile here is left to the child, as cold)
-        return 0
+STORE_FORMAT = b"frog-code-1"
+"""Part of every kept code's name (:func:`code_ahead`): a change of what a parent makes changes it, so nothing kept
+before is taken."""
+
+
+def _name(kind, path, data):
+    """The name the host keeps code under: a digest of what made it (the format, the kind of making with its tool's
+    version, the interpreter's bytecode magic, the path compiled into it) and of the exact source bytes."""
+    import hashlib
+    from importlib.util import MAGIC_NUMBER
+
+    h = hashlib.sha256(b"\0".join((STORE_FORMAT, kind.encode(), MAGIC_NUMBER, path.encode(), b"")))
+    h.update(data)
+    return h.hexdigest()
+
+
+def code_ahead(wanted, requests, store):
+    """Fill the parent's code caches for one request, before any child of it is forked. ``wanted``: (cache, path,
+    source bytes, make, kind, keep) for each file; a file whose bytes the cache already holds is done. With ``store``
+    (the host keeps code on disk), the parent names each other file marked ``keep`` (:func:`_name`), asks the host
+    for what it kept under those names (one ``{"need": [...]}`` line; the answer, ``{"code": {name: base64
+    marshal}}``, is the next line of ``requests``) and makes only the rest. The host's copies came from parents like
+    this one, over this pipe, which no child can write to (a child's stdio are its own, and this process is not
+    dumpable); a copy that does not load as code is made again. Returns (how many code objects were made, {name:
+    [path, base64 marshal]} of those made for files marked ``keep``, for the host to keep)."""
+    import base64
+    import marshal
+
+    todo = [w for w in wanted if not (w[1] in w[0] and w[0][w[1]][0] == w[2])]
+    names = [_name(kind, path, data) if store and keep else None for _, path, data, _, kind, keep in todo]
+    got = {}
+    if any(names):
+        say({"need": [n for n in names if n]})
+        answer = next(requests, None) or {}
+        got = answer.get("code") or {}
+    made, new = 0, {}
+    for (cache, path, data, make, _, _), name in zip(todo, names):
+        code = None
+        if name and isinstance(got.get(name), str):
+            try:
+                code = marshal.loads(base64.b64decode(got[name]))
+            except Exception:  # noqa: BLE001 (a damaged copy: made again below)
+                code = None
+            if type(code) is not type(_name.__code__):
+                code = None
+        if code is None:
+            try:
+                code = make(data, path)
+            except Exception:  # noqa: BLE001 (a file that doesn't compile here is left to the child, as cold)
+                continue
+            made += 1
+            if name:
+                new[name] = [path, base64.b64encode(marshal.dumps(code)).decode()]
+        keep_code(cache, path, data, code)
+    return made, new
+
+
+def keep_code(cache, path, data, code):
+    """Put ``code`` made of ``data`` in ``cache`` (path -> (source bytes, code)), the oldest entries leaving past
+    :data:`CODE_CAP`."""
     cache.pop(path, None)
-    cache[path] = (source, code)
+    cache[path] = (data, code)
     while sum(len(v[0]) for v in cache.values()) > CODE_CAP and len(cache) > 1:
         del cache[next(iter(cache))]
-    return 1
 
 
 def compiled(source, path):

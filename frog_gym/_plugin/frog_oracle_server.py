@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-from frog_fork import compiled, fork_run, lines, remember, say, source, stdio_to, use_compiled
+from frog_fork import code_ahead, compiled, fork_run, lines, say, source, stdio_to, use_compiled
 
 import frog_oracle
 
@@ -53,18 +53,18 @@ def main():
                            if str(getattr(v, "__file__", "") or "").startswith("/testbed"))})
     gc.collect()
     gc.freeze()
-    for req in lines():
+    requests = lines()
+    for req in requests:
         start = time.monotonic()
-        made = 0
-        for path in req.get("compile", ()):
-            data = source(path, ["/testbed"])
-            if data is not None:
-                made += remember(_COMPILED, path, data, compiled)
+        unkept = set(req.get("unkept", ()))  # the agent's files: their code is never kept by the host
+        wanted = [(_COMPILED, path, data, compiled, "compile", path not in unkept) for path in req.get("compile", ())
+                  for data in (source(path, ["/testbed"]),) if data is not None]
+        made, new = code_ahead(wanted, requests, bool(req.get("store")))
         gc.freeze()
         code, usage, clean = fork_run(lambda: _child(req), start + req["timeout"])
         own = os.times()
         say({"made": made, "exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
-             "seconds": time.monotonic() - start})
+             "seconds": time.monotonic() - start, "new": new})
 
 
 main()

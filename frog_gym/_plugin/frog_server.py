@@ -30,7 +30,7 @@ import os
 import sys
 import time
 
-from frog_fork import compiled as _compiled, lines as _lines, remember as _remember, say as _say
+from frog_fork import code_ahead, compiled as _compiled, lines as _lines, say as _say
 from frog_fork import fork_run, source as _source, stdio_to, use_compiled
 
 TESTBED = "/testbed"
@@ -41,6 +41,8 @@ _ENV = dict(os.environ)
 os.chdir("/")
 _PR_SET_DUMPABLE = 4
 _PRELOADED_PLUGINS = set()
+_REWRITE_KIND = "rewrite"
+"""How test modules are made, with pytest's version (set once pytest is imported): part of the name kept code has."""
 _REWRITTEN = {}
 """Test modules with their asserts rewritten: absolute path -> (source bytes, code), see the module docstring."""
 _COMPILED = {}
@@ -98,24 +100,27 @@ def _protected(paths):
     return all(p in ro for p in paths)
 
 
-def _code_ahead(req):
-    """Fill the caches for a request (see the module docstring); nothing is executed. Returns how many
-    code objects it made (the others were cached)."""
-    tests, made = [*req["protect"], PLUGIN], 0
+def _code_ahead(req, requests):
+    """Fill the caches for a request (see the module docstring; :func:`frog_fork.code_ahead` takes what the host kept
+    of earlier parents' work); nothing is executed. Returns (how many code objects it made, the new ones the host may
+    keep: never those of a file the request names ``unkept``, the agent's)."""
+    tests, wanted = [*req["protect"], PLUGIN], []
+    unkept = set(req.get("unkept", ()))
     for path in req.get("rewrite", ()):
         source = _source(path, tests)
         if source is not None:
-            made += _remember(_REWRITTEN, path, source, _rewritten)
+            wanted.append((_REWRITTEN, path, source, _rewritten, _REWRITE_KIND, path not in unkept))
     for path in req.get("compile", ()):  # the package's modules, and the report plugin's parts (frog_report loads)
         source = _source(path, [TESTBED, PLUGIN])
         if source is not None:
-            made += _remember(_COMPILED, path, source, _compiled)
+            wanted.append((_COMPILED, path, source, _compiled, "compile", path not in unkept))
     c = req.get("canaries")
     if c:  # the canaries' file without them: what other grades run
         source, tail = _source(c["file"], tests), c["source"].encode()
         if source is not None and tail and source.endswith(tail):
-            made += _remember(_REWRITTEN, c["file"], source[:-len(tail)], _rewritten)
-    return made
+            wanted.append((_REWRITTEN, c["file"], source[:-len(tail)], _rewritten, _REWRITE_KIND,
+                           c["file"] not in unkept))
+    return code_ahead(wanted, requests, bool(req.get("store")))
 
 
 def _rewritten(source, path):
@@ -253,16 +258,18 @@ def main():
           "testbed": sorted(m for m in list(sys.modules) if _foreign(m, owned))})
     if bad:
         return
-    global _PRELOADED_PLUGINS
+    global _PRELOADED_PLUGINS, _REWRITE_KIND
     _PRELOADED_PLUGINS = _plugin_modules() & set(sys.modules)
+    _REWRITE_KIND = f"rewrite pytest {pytest.__version__}"
     gc.collect()
     gc.freeze()
-    for req in _lines():
+    requests = _lines()
+    for req in requests:
         if not _protected(req["protect"]):
             _say({"error": "a protected test path is no longer a read-only mount"})
             return
         start = time.monotonic()
-        made = _code_ahead(req)
+        made, new = _code_ahead(req, requests)
         try:
             canaries = _canary_code(req)
         except Exception:  # noqa: BLE001 (the child rewrites the whole file instead, as cold)
@@ -271,7 +278,7 @@ def main():
         code, usage, clean = fork_run(lambda: _child(req, pytest, canaries), start + req["timeout"])
         own = os.times()
         _say({"made": made, "exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
-              "seconds": time.monotonic() - start})
+              "seconds": time.monotonic() - start, "new": new})
 
 
 main()

@@ -77,12 +77,14 @@ class OracleServer(ForkServer):
             raise Unavailable("the oracle server is not running")
         pkg = package_template(self.repo, template, hidden)
         self.ws.sync(pkg)
-        write_changes(self.ws.path, package_changes(self.repo, changes, hidden))
+        ours = package_changes(self.repo, changes, hidden)
+        write_changes(self.ws.path, ours)
         _empty(self.out)  # what the last replay left where outcomes are read: removed, never followed
         sent = [{k: c[k] for k in ("m", "q", "n", "args", "after")} for c in calls]  # never the outcome
         (self.io_in / "calls.jsonl").write_text("".join(json.dumps(c) + "\n" for c in sent))
         compile_ = [f"/testbed/{rel}" for rel, w in pkg.manifest.items() if w[0] == "f" and rel.endswith(".py")]
-        reply = self._request({"timeout": timeout, "compile": compile_}, timeout + 30)
+        unkept = [f"/testbed/{c.path}" for c in ours]
+        reply = self._ask({"timeout": timeout, "compile": compile_, "unkept": unkept}, timeout + 30)
         if reply is None or "exit" not in reply:
             raise Unavailable(f"the oracle server did not answer ({reply})")
         if not reply.get("clean"):

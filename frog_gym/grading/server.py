@@ -26,11 +26,14 @@ guarantees too:
 What it saves beyond the start-up: the parent keeps pytest's rewritten code of the test files and the
 compiled code of the package's modules, each with the exact bytes it came from, and a child uses it only
 for a file whose bytes are unchanged (``frog_server.py`` says how; the canaries' file is its cached code
-followed by the canaries' own); the report plugin makes only the test items the selected ids name
+followed by the canaries' own), and the host keeps that code on disk by content (:class:`CodeStore`), so a server
+started later, in this process or another, takes it instead of making it again (never the agent's files' code);
+the report plugin makes only the test items the selected ids name
 (``"only"`` in ``$FROG_SELECT``, on the cold path too); a child ends with ``os._exit`` after its ``atexit``
 handlers, without tearing every object down.
 
-Disable it with ``FROG_GYM_GRADE_SERVER=0`` (every grade is then cold).
+Disable it with ``FROG_GYM_GRADE_SERVER=0`` (every grade is then cold); ``FROG_GYM_CODE_STORE=0`` turns off only
+the code kept between servers.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -147,10 +151,21 @@ class ForkServer:
         self._buf = b""
         self._plugin_ctx = resources.as_file(resources.files("frog_gym").joinpath("_plugin"))
         self._plugin = Path(self._plugin_ctx.__enter__())
+        self.store = CodeStore(repo) if os.environ.get("FROG_GYM_CODE_STORE", "1") != "0" else None
 
     def _spawn_parent(self, sb, argv: list[str]) -> None:
         self.proc, self._cgroup = sb._spawn(argv)
         self._buf = b""
+
+    def _ask(self, req: dict, timeout: float) -> dict | None:
+        """:meth:`_request`, the parent's asks for kept code answered on the way (:class:`CodeStore`), and the code it
+        made for files not the agent's kept for the servers to come."""
+        reply = self._request({**req, "store": self.store is not None}, timeout)
+        while reply is not None and "need" in reply and self.store is not None:
+            reply = self._request({"code": self.store.get(reply["need"])}, timeout)
+        if reply is not None and self.store is not None and reply.get("new"):
+            self.store.put(reply["new"])
+        return reply
 
     def _request(self, req: dict, timeout: float) -> dict | None:
         """Send one request and read its answer (None: no answer within ``timeout``); raises
@@ -167,6 +182,7 @@ class ForkServer:
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
+        parts: list[bytes] = []  # chunks of a long line (the code a parent made), each searched once
         while True:
             if b"\n" in self._buf:
                 line, self._buf = self._buf.split(b"\n", 1)
@@ -176,12 +192,16 @@ class ForkServer:
                     continue  # a line the parent's own imports printed
             left = deadline - time.monotonic()
             if left <= 0:
+                self._buf = b"".join([self._buf, *parts])
                 return None
             if readable([fd], min(left, 1.0)):  # poll: a process of many episodes has descriptors past 1024
-                chunk = os.read(fd, 1 << 16)
+                chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     return None
-                self._buf += chunk
+                if b"\n" in chunk:
+                    self._buf, parts = b"".join([self._buf, *parts, chunk]), []
+                else:
+                    parts.append(chunk)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -361,8 +381,9 @@ class GradingServer(ForkServer):
                                *(f"/testbed/{p}" for p in _test_modules(files, template) if p != canaries.file)],
                    "canaries": {"file": f"/testbed/{canaries.file}", "source": canaries.source},
                    "compile": [*(f"/frog/plugin/{p}" for p in PLUGIN_PARTS),
-                               *(f"/testbed/{p}" for p in self._package_modules(template))]}
-            reply = self._request(req, timeout + 30)
+                               *(f"/testbed/{p}" for p in self._package_modules(template))],
+                   "unkept": [f"/testbed/{c.path}" for c in kept if not self._protected(c.path)]}
+            reply = self._ask(req, timeout + 30)
         finally:
             os.close(key_fd)
         if reply is None or "exit" not in reply:
@@ -396,6 +417,67 @@ class GradingServer(ForkServer):
             except OSError:
                 pass
             del self._view[rel]
+
+# -- the code kept between processes ------------------------------------------------------------------------
+
+_CODE_NAME = re.compile(r"[0-9a-f]{64}")
+CODE_STORE_BYTES = int(os.environ.get("FROG_GYM_CODE_STORE_MB", "256")) << 20
+"""What a venv's kept code may take on disk (``FROG_GYM_CODE_STORE_MB``); past it, the least recently used goes."""
+
+
+class CodeStore:
+    """The code the fork servers' parents made (test modules with pytest's asserts rewritten, the package's modules
+    compiled), kept on the host by name, one folder per venv, so that a server started later (in this process or
+    another) takes it instead of making it again: what pytest's and Python's ``__pycache__`` are to a developer's
+    runs, which grading can't use (the trees are the agent's and the tests read-only).
+
+    A name is a digest of the exact source bytes, the path, pytest's version and the interpreter's bytecode magic
+    (``frog_fork._name``), so code is only ever taken for the bytes it was made of. It comes only from a parent over
+    its pipe, which no child can write to (see ``frog_fork.code_ahead``), and never of a file the agent changed
+    (the request names those ``unkept``). The folder is the host's: no sandbox mounts it, so a grade's code can't
+    read another task's hidden tests in it. ``FROG_GYM_CODE_STORE=0`` turns it off."""
+
+    def __init__(self, repo: PreparedRepo):
+        self.dir = paths.home() / "grading" / "code" / venv_key(repo.spec)
+
+    def get(self, names: list) -> dict[str, str]:
+        """The kept code of each name there is (base64 of its marshal bytes), marked used."""
+        out = {}
+        for name in names:
+            if not isinstance(name, str) or not _CODE_NAME.fullmatch(name):
+                continue
+            try:
+                out[name] = (self.dir / name).read_text()
+                os.utime(self.dir / name)
+            except OSError:
+                pass
+        return out
+
+    def put(self, new: dict) -> None:
+        """Keep the code a parent made (name -> [path, base64 marshal bytes]), then drop the least recently used past
+        :data:`CODE_STORE_BYTES`. A store that can't be written costs only the time it would have saved."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            for name, item in new.items():
+                if not _CODE_NAME.fullmatch(name) or not isinstance(item, list) or len(item) != 2 \
+                        or not isinstance(item[1], str):
+                    continue
+                tmp = self.dir / f".{name}.{os.getpid()}.{threading.get_ident()}"
+                tmp.write_text(item[1])
+                os.replace(tmp, self.dir / name)
+            self._trim()
+        except OSError:
+            pass
+
+    def _trim(self) -> None:
+        files = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in os.scandir(self.dir) if e.is_file()]
+        total = sum(size for _, size, _ in files)
+        for _, size, path in sorted(files):
+            if total <= CODE_STORE_BYTES:
+                break
+            os.unlink(path)
+            total -= size
+
 
 # -- the preload list ---------------------------------------------------------------------------------------
 
