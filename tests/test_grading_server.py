@@ -278,7 +278,8 @@ def _plugin_module(name):
     import importlib.util
     from importlib import resources
 
-    spec = importlib.util.spec_from_file_location(name, str(resources.files("frog_gym").joinpath("_plugin", f"{name}.py")))
+    path = resources.files("frog_gym").joinpath("_plugin", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, str(path))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
