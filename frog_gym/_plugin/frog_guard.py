@@ -302,10 +302,12 @@ def _guard_spawns(from_package, refusal, keeper):
     type_, list_, tuple_, str_, bytes_, isinstance_, enumerate_ = type, list, tuple, str, bytes, isinstance, enumerate
     BaseException_, GeneratorExit_ = BaseException, GeneratorExit
 
-    def argv(call):  # only exact str and bytes are read: no method of the package's may run below run()
-        words = call[0] if type_(call) is tuple_ and call and type_(call[0]) in (list_, tuple_) else ()
+    def argv(call):  # only exact str and bytes are read: no method of the package's may run below run(), so types
+        # are told apart by identity (``in`` a tuple compares with ==, which runs a metaclass's __eq__)
+        kind = type_(call[0]) if type_(call) is tuple_ and call else None
+        words = call[0] if kind is list_ or kind is tuple_ else ()
         return " ".join(w.decode(errors="replace") if type_(w) is bytes_ else w for w in words
-                        if type_(w) in (str_, bytes_))[:200]
+                        if type_(w) is str_ or type_(w) is bytes_)[:200]
 
     def run():
         reply = None

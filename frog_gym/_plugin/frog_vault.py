@@ -240,9 +240,10 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     slots = frozenset_(_BEHAVIOUR_SLOTS)
     subclasses_of, qualname_of = type.__dict__["__subclasses__"], type.__dict__["__qualname__"].__get__
     qual_of = types.CodeType.__dict__["co_qualname"].__get__ if "co_qualname" in types.CodeType.__dict__ else None
-    # what a class's slot holds where C code defines it (and ``__hash__ = None``): nothing of the package's
-    c_kinds = frozenset_((type_(str.__eq__), type_(str.join), type_(len), type_(None), type_(dict.fromkeys),
-                          type_(dict.__dict__["fromkeys"])))
+    # what a class's slot holds where C code defines it (and ``__hash__ = None``): nothing of the package's. Kept by
+    # identity: a set's membership test hashes the value's type, which runs its metaclass's __hash__
+    c_kinds = frozenset_(ident(t) for t in (type_(str.__eq__), type_(str.join), type_(len), type_(None),
+                                             type_(dict.fromkeys), type_(dict.__dict__["fromkeys"])))
     hot = [e for e in sealed if e[0] in hot_modules or e[0].rsplit(".", 1)[0] in hot_modules]
     canaries = frozenset_(str_(c) for c in select.get("canaries", ())) if isinstance_(select, dict_) else frozenset_()
     state = {"pm": None, "ours": [], "current": None, "opened": False, "finished": False, "made": None}
@@ -580,7 +581,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         prefix, out = root + "/", []
         for cls in classes_with_slots():
             hits = [(k, f) for k, v in dict_of(cls).items() if type_(k) is str_type and k in slots
-                    and type_(v) not in c_kinds for f in (function_of(v),) if f is not None or made(v)]
+                    and ident(type_(v)) not in c_kinds for f in (function_of(v),) if f is not None or made(v)]
             if not hits:
                 continue
             cq = qualname_of(cls)
