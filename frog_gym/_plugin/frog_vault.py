@@ -591,14 +591,16 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                     out.append(f"code under test gave {cq or 'a class'} a {name} that is no function")
                     continue
                 # a function found fine before, its __code__ not set since, is fine again: the verdict below
-                # reads its code and globals alone (read-only) where the code is a file's, as made() keeps its
-                # own (a generated method's reads its class's module and name, which may change: read afresh)
+                # reads its code and globals alone (read-only) where the code is a file's, or code of no file run in
+                # a namespace loaded before the vault (a dataclass's methods in pytest's modules: not the
+                # package's, whatever class holds them), as made() keeps its own (a generated method of the
+                # package's reads its class's module and name, which may change: read afresh)
                 if fine_before.get(ident(f)) is f and recoded.get(ident(f)) is not f:
                     continue
                 code = f.__code__
                 where = code.co_filename
                 if type_(where) is not str_type or not package_code(where, f.__globals__):
-                    if type_(where) is str_type and not where.startswith("<"):
+                    if type_(where) is str_type:
                         fine_before[ident(f)] = f
                     continue
                 generated = where.startswith("<")
