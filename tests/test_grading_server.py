@@ -339,3 +339,17 @@ def test_the_kept_code_is_the_hosts_alone(tmp_path):
     mine.put({"../escape": ["/testbed/x.py", "YQ=="], "a" * 64: ["/testbed/x.py", "YQ=="]})
     assert [f.name for f in mine.dir.iterdir()] == ["a" * 64] and not (tmp_path / "escape").exists()
     assert mine.get(["../escape", "a" * 64, "b" * 64]) == {"a" * 64: "YQ=="}
+
+
+def test_the_kept_code_stays_within_its_size_least_recently_used_first(tmp_path, monkeypatch):
+    task, repo, template = _setup(FLAT)
+    store = grading_server.CodeStore(repo)
+    store.dir = tmp_path / "code"
+    monkeypatch.setattr(grading_server, "CODE_STORE_BYTES", 3000)
+    names = [f"{i:064x}" for i in range(4)]
+    for i, name in enumerate(names):
+        store.put({name: ["/testbed/m.py", "x" * 1000]})
+        os.utime(store.dir / name, (1000 + i, 1000 + i))  # one second apart, whatever the clock's resolution
+        if i == 2:
+            assert store.get([names[0]]) == {names[0]: "x" * 1000}  # used: the most recent now
+    assert sorted(f.name for f in store.dir.iterdir()) == sorted([names[0], names[2], names[3]])

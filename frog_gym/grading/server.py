@@ -421,7 +421,7 @@ class GradingServer(ForkServer):
 # -- the code kept between processes ------------------------------------------------------------------------
 
 _CODE_NAME = re.compile(r"[0-9a-f]{64}")
-CODE_STORE_BYTES = int(os.environ.get("FROG_GYM_CODE_STORE_MB", "256")) << 20
+CODE_STORE_BYTES = int(os.environ.get("FROG_GYM_CODE_STORE_MB", "64")) << 20
 """What a venv's kept code may take on disk (``FROG_GYM_CODE_STORE_MB``); past it, the least recently used goes."""
 
 
