@@ -50,6 +50,15 @@ wall-hour 1.69x; target 2x: not met). A warm side's run is a fresh process, so 1
 its forked grades still pay the tests and the report vault's per-test checks (``lying_values`` walks every class at
 each passing FAIL_TO_PASS test), which a cold grade pays alike.
 
+Session 18 (quiet machine, load 1.0-1.8, nothing beside), the code the servers' parents make kept on disk between
+processes (``CodeStore``: a server's first grade takes the test modules' rewritten code and the package's compiled
+modules instead of making them; kept by the earlier rounds and runs on this machine, as pytest's ``__pycache__`` is
+kept between a developer's runs) and the vault keeping pytest's generated methods as fine: ``--rounds 3``: cold 37.2,
+32.1 and 32.3 s, warm 19.7, 18.9 and 18.9 s of CPU: **1.77x** (per wall-hour 1.76x; target 2x: not met). Before
+them, on the same machine the same day: ``--rounds 1`` cold 35.3, warm 24.0 (1.47x). ``benchmarks/warm_costs.py``
+then: a warm pass 18.1 s (first episodes of a repository 4.1, the 40 others 13.0), a cold pass 31.7 s (4.9 and
+26.1): the later episodes are graded at 2.0x, a repository's first at 1.2x (its two servers' starts, 0.22 s of CPU).
+
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
     python benchmarks/harness.py --side warm --ids ID,ID     # one side, as the rotation runs it

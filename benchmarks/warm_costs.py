@@ -19,6 +19,11 @@ of CPU a grading server (its host thread 0.02-0.12 s), 0.07-0.12 s an oracle ser
 repositories; the warm pass 18.2 s (grading 16.8: first episodes 6.6, the 40 others 10.2; the host thread 3.8, the
 grading servers 11.1, the oracle replays 0.24), resets 0.84; ``--impact --cold``: grading 28.7 s (first episodes 5.5,
 the others 23.2, the host thread 5.0), resets 0.70.
+
+Session 18 (load 1.0-1.6, nothing beside; every selected test, no ``--impact``), before the code kept between
+processes and after it: starts 1.70 and 1.67 s of CPU for the ten grading servers, 0.68 and 0.51 s for the oracle
+servers; the warm pass 22.1 s (first episodes 5.6, the others 15.0, the grading servers 15.6) and 18.1 s (4.1, 13.0,
+13.0); ``--cold --skip-starts``: 35.3 s and 31.7 s (first episodes 5.5 and 4.9, the others 29.0 and 26.1).
 """
 
 from __future__ import annotations
