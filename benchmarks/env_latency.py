@@ -71,6 +71,9 @@ the end) median 0.79x wall, 0.85x CPU, worst 1.77x (tomlkit__combo2-db01dbce), 1
 Session 17 (same command as session 13, 40 tasks of 16 repositories, quiet machine: load 0.59 at the start, 1.07 at
 the end): median wall **0.31x**, CPU 0.31x (met); worst **0.96x** wall (xmltodict__combo2-747b06a4: all 58 of its
 tests run, 1.09x of bare pytest's CPU; met by wall); / pytest's reported time, median **0.49x** (met).
+Session 18, the same command with the code kept between servers and the vault's fewer reads (load 1.23 at the start,
+1.05 at the end): median wall **0.31x**, CPU 0.31x; worst **0.90x** wall (xmltodict__combo2-747b06a4, 1.04x of bare
+pytest's CPU); / pytest's reported time, median **0.45x**: all met.
 """
 
 from __future__ import annotations
