@@ -100,10 +100,10 @@ def install(config, found):
     # Everything the hook reads is bound here, never looked up in this module's globals when it runs: the module is
     # one ``__globals__`` away, and a package that rebinds its event list, a builtin or ``os`` would switch the
     # guard off (the lookups are faster too).
-    dirname, PathLike = os.path.dirname, os.PathLike
+    dirname = os.path.dirname
     guarded, introspection, memory, inherited, not_for_it = _GUARDED_EVENTS, _INTROSPECTION, _MEMORY, _INHERITED, \
         _NOT_FOR_IT
-    isinstance_, str_, bytes_, list_, tuple_, any_, len_, range_ = isinstance, str, bytes, list, tuple, any, len, range
+    str_, bytes_, list_, tuple_, any_, len_, range_ = str, bytes, list, tuple, any, len, range
     PermissionError_, RuntimeError_, OSError_, ValueError_, TypeError_ = (PermissionError, RuntimeError, OSError,
                                                                           ValueError, TypeError)
 
@@ -145,45 +145,48 @@ def install(config, found):
             f = f.f_back
         return not mediated
 
-    std_dir = dirname(os.__file__) + "/"
-    type_, FunctionType_, OPAQUE = type, type(_package_dir), object()
-    mro_of, dict_of = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__
+    type_, OPAQUE, issubclass_, slice_ = type, object(), issubclass, slice
+    mro_of, dict_of, name_of = type.__dict__["__mro__"].__get__, type.__dict__["__dict__"].__get__, \
+        type.__dict__["__name__"].__get__
+    bytes_copy = bytes.__getitem__  # a bytes subclass's own bytes, by its C slot (not its __buffer__ or __bytes__)
+    import pathlib
+    stdlib_paths = (pathlib.PurePosixPath, pathlib.PosixPath)
 
-    def standard_fspath(t):
-        """Whether the class ``t``'s ``__fspath__`` is the standard library's own (pathlib's): read from its
-        MRO's dictionaries, so that no code of the package's runs here."""
+    def fspath_class(t):
+        """Whether the class ``t`` has an ``__fspath__`` in its MRO's dictionaries (read through C descriptors: no
+        metaclass or ``__class__`` of the package's is asked, as ``isinstance`` would ask)."""
         for base in mro_of(t):
-            for k, f in dict_of(base).items():
+            for k, _ in dict_of(base).items():
                 if type_(k) is str_ and k == "__fspath__":
-                    if type_(f) is not FunctionType_:
-                        return False
-                    where = f.__code__.co_filename
-                    return where.startswith(std_dir) and "-packages/" not in where
+                    return True
         return False
 
     def text(v):
         """The path ``v`` names, as the C code that opens it reads it, running no method of the package's: a
         ``str`` or ``bytes`` subclass by its characters (it may override ``startswith`` or ``rstrip`` to pass
-        for another name here), another path-like object only where its ``__fspath__`` is the standard
-        library's; else ``OPAQUE``."""
+        for another name here), a path of pathlib's own classes as pathlib reads it (nothing of the package's runs
+        between the call's reading of it and this event's); any other path-like is ``OPAQUE``: its ``__fspath__``,
+        or the ``__str__`` of a pathlib class's subclass, is the package's, and may name another file here than
+        the call opened. Types are told apart by identity and MRO, never by ``isinstance`` (which asks the object's
+        ``__class__``)."""
         t = type_(v)
-        if t is not str_ and t is not bytes_:
-            if isinstance_(v, str_):
+        if t is stdlib_paths[0] or t is stdlib_paths[1]:
+            v = fsdecode(v)
+        elif t is not str_ and t is not bytes_:
+            if issubclass_(t, str_):
                 v = "".join((v,))
-            elif isinstance_(v, bytes_):
-                v = b"".join((v,))
-            elif isinstance_(v, PathLike) and standard_fspath(t):
-                v = fsdecode(v)
-            elif isinstance_(v, PathLike):
+            elif issubclass_(t, bytes_):
+                v = bytes_copy(v, slice_(None))
+            elif t is list_ or t is tuple_:
+                return " ".join(text(x) for x in v)
+            elif fspath_class(t):
                 return OPAQUE
-        if type_(v) is str_ or type_(v) is bytes_:
-            try:
-                return fsdecode(v)
-            except (TypeError_, ValueError_):
+            else:
                 return ""
-        if isinstance_(v, (list_, tuple_)):
-            return " ".join(text(x) for x in v)
-        return ""
+        try:
+            return fsdecode(v)
+        except (TypeError_, ValueError_):
+            return ""
 
     def refusal(why, kind):
         message = f"code under test {why} ({not_for_it[kind]})"
@@ -205,7 +208,9 @@ def install(config, found):
             return
         kind = "start"
         if event == "import":
-            if not args or not isinstance_(args[0], str_) or args[0].rpartition(".")[2] != "_posixsubprocess":
+            # its characters, never its methods
+            name = text(args[0]) if args and issubclass_(type_(args[0]), str_) else ""
+            if name.rpartition(".")[2] != "_posixsubprocess":
                 return
             # refused whoever asks: it is never imported twice unless code removed it from sys.modules, and a
             # fresh copy would hold the unwrapped call for everyone after
@@ -245,7 +250,7 @@ def install(config, found):
             if what is OPAQUE:  # its own __fspath__ names the file: what it says here need not be what is opened
                 if from_package(caller(), True):
                     raise refusal(f"{'opened' if event == 'open' else 'linked to'} a path of its own making "
-                                  f"({type_(args[0]).__name__} with its own __fspath__)", "read")
+                                  f"({name_of(type_(args[0]))}, a path-like of its own class)", "read")
                 return
             last = basename(what.rstrip("/"))
             if last in memory:
