@@ -58,6 +58,8 @@ kept between a developer's runs) and the vault keeping pytest's generated method
 them, on the same machine the same day: ``--rounds 1`` cold 35.3, warm 24.0 (1.47x). ``benchmarks/warm_costs.py``
 then: a warm pass 18.1 s (first episodes of a repository 4.1, the 40 others 13.0), a cold pass 31.7 s (4.9 and
 26.1): the later episodes are graded at 2.0x, a repository's first at 1.2x (its two servers' starts, 0.22 s of CPU).
+On the final tree (the guard's paths read by exact type too), ``--rounds 2`` twice (load 0.9-1.5): cold 36.1 and 35.7,
+warm 22.8 and 20.0 (1.67x); cold 33.9 and 36.2, warm 18.7 and 20.0 (1.81x): a run's rounds differ by up to a seventh.
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
