@@ -127,9 +127,11 @@ def install(config, found):
         frames are at the bottom of every stack it runs a test on."""
         mediated = False
         while f is not None:
-            if f.f_code in callbacks:
+            frame_code = f.f_code
+            if any_(frame_code is c for c in callbacks):  # by identity: hashing a code object hashes its names
                 return True
-            fn = f.f_code.co_filename
+            fn = frame_code.co_filename
+            fn = fn if type_(fn) is str_ else "".join((fn,))  # a str subclass's characters, never its methods
             if fn.startswith(pytest_dir) or plugin_file(fn):
                 return False
             if fn.startswith(root):
@@ -222,7 +224,7 @@ def install(config, found):
         elif event in ("os.fork", "os.forkpty"):
             f = caller()
             for _ in range_(3):
-                if f is None or f.f_code in spawners:
+                if f is None or any_(f.f_code is c for c in spawners):
                     break
                 f = f.f_back
             if f is None:

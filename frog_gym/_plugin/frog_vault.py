@@ -89,6 +89,17 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # An object's identity without an audit event (``id()`` raises ``builtins.id``, and every event runs both audit
     # hooks): ``object.__hash__`` is its address, rotated, so unique among live objects, whatever its class says.
     ident = object.__hash__
+
+    join_str, bytes_type, bytes_item, every = "".join, bytes, bytes.__getitem__, slice(None)
+
+    def text_of(name):
+        """A code object's name or file name as an exact str: ``code.replace`` takes a str subclass, whose methods
+        (``startswith``, ``__eq__``, ``__hash__``) are the package's, so only its characters are read."""
+        return name if type_(name) is str_type else join_str((name,))
+
+    def bytes_of(data):
+        """``co_code`` as exact bytes (3.10 keeps the object ``code.replace`` was given)."""
+        return data if type_(data) is bytes_type else bytes_item(data, every)
     trusted_namespaces = frozenset(ident(type(sys).__dict__["__dict__"].__get__(m)) for m in list(sys.modules.values())
                                    if type(m) is module_type)
     str_type, int_type, float_type, bool_type, int_add, issubclass_ = str, int, float, bool, int.__add__, issubclass
@@ -306,7 +317,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
             if hit is not None and hit[0] is value and recoded.get(ident(value)) is not value:
                 return hit[1]
             code = value.__code__
-            name = code.co_filename
+            name = text_of(code.co_filename)
             verdict = package_code(name, value.__globals__) or not (
                 ident(code) in sealed_code or name.startswith("<") or under(name, (root,))
                 or library_function(value, code))  # a file's name is only a claim: its source must agree
@@ -349,7 +360,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         hit = checked.get(ident(code))
         if hit is not None and hit[0] is code:
             return hit[1]
-        name, namespace, verdict = code.co_filename, fn.__globals__, False
+        name, namespace, verdict = text_of(code.co_filename), fn.__globals__, False
         if type_(namespace) is dict_:
             for m in list_(modules.values()):
                 if type_(m) is not module_type:
@@ -358,7 +369,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 if d is namespace:
                     owner = [v for k, v in dict_items(d) if type_(k) is str_type and k == "__file__"]
                     verdict = bool_(owner) and type_(owner[0]) is str_type and owner[0] == name and \
-                        (code.co_name, code.co_firstlineno, code.co_code) in compiled(name)
+                        (text_of(code.co_name), code.co_firstlineno, bytes_of(code.co_code)) in compiled(name)
                     break
         checked[ident(code)] = (code, verdict)
         return verdict
@@ -463,9 +474,10 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
             if code is wrap_session:
                 break
             if cleared.get(ident(code)) is not code:  # held here, so that its id is never another's
-                if package_code(code.co_filename, f.f_globals):
+                name = text_of(code.co_filename)
+                if package_code(name, f.f_globals):
                     return False
-                if not code.co_filename.startswith("<"):  # a file's code is judged by its file alone
+                if not name.startswith("<"):  # a file's code is judged by its file alone
                     cleared[ident(code)] = code
             if not code.co_flags & resumable:
                 walked.append(f)
@@ -638,7 +650,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 continue
             for v in list_(dict_of(base).values()):
                 f = function_of(v)
-                if f is not None and package_code(f.__code__.co_filename, f.__globals__):
+                if f is not None and package_code(text_of(f.__code__.co_filename), f.__globals__):
                     return True
         return False
 
