@@ -610,10 +610,9 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 if fine_before.get(ident(f)) is f and recoded.get(ident(f)) is not f:
                     continue
                 code = f.__code__
-                where = code.co_filename
-                if type_(where) is not str_type or not package_code(where, f.__globals__):
-                    if type_(where) is str_type:
-                        fine_before[ident(f)] = f
+                where = text_of(code.co_filename)  # a str subclass naming the changed file is that file
+                if not package_code(where, f.__globals__):
+                    fine_before[ident(f)] = f
                     continue
                 generated = where.startswith("<")
                 if generated:  # a dataclass's or attrs' method: its class's module's
