@@ -121,10 +121,19 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
             sealed_code.add(ident(c))
             todo.extend(k for k in c.co_consts if type(k) is types.CodeType)
     sealed_code = frozenset(sealed_code)  # ids of code objects held alive by the modules sealed, not the package's
-    # each sealed namespace with its names and their objects apart, for a comparison by identity in C (a get of each
-    # name, then ``is``, no Python frame per name): only a namespace where one differs is read name by name
-    sealed = [(where, d, items, d.get, tuple_(k for k, _ in items), tuple_(v for _, v in items))
+    # Each sealed namespace with its names and their objects apart, and the whole namespace as the last check found
+    # it clean. A namespace is never looked up by name in place: the package can put a key of its own in pytest's
+    # module or class dictionary, with the hash of a sealed name, and a lookup of that name would run the key's
+    # __eq__ inside the vault. So a check compares the whole namespace, by identity and in C (its keys, then its
+    # values: no hash, no comparison), with the state it last found clean; where it differs, its items are taken
+    # at once (C iteration), every key must be an exact str, and the sealed names are looked up in a private
+    # dictionary made of them (exact str keys: hashed and compared in C), which no thread of the package's can
+    # change between the check of its keys and the lookups.
+    mapping_proxy = types.MappingProxyType
+    sealed = [(where, d, items, tuple_(k for k, _ in items), tuple_(v for _, v in items),
+               (dict_items, dict.values) if type(d) is dict else (mapping_proxy.items, mapping_proxy.values), [])
               for where, d, items in sealed]
+    first, second = _operator.itemgetter(0), _operator.itemgetter(1)
 
     # Code under test must never run inside the vault: its frames would lead to the vault's own (and to the
     # key). So nothing here reads an object through Python-level dispatch it may have changed (a class's
@@ -377,8 +386,17 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     def broken_seal(entries, hooks):
         """The first sealed attribute that code the package made has replaced, or the first hook (of ``hooks``,
         None: all) with an implementation the package made or without this plugin's own; else None."""
-        for where, d, items, get, names, objects in entries:
+        for where, d, items, names, objects, (items_of, values_of), before in entries:
+            if before and len_(d) == len_(before[0]) and all_(map_(is_, d, before[0])) and \
+                    all_(map_(is_, values_of(d), before[1])):
+                continue
+            pairs = tuple_(items_of(d))
+            keys = tuple_(map_(first, pairs))
+            if not all_(map_(is_, map_(type_, keys), repeat_(str_type))):
+                return f"put a key of its own in {where}"
+            get = dict_(pairs).get
             if all_(map_(is_, map_(get, names), objects)):
+                before[:] = keys, tuple_(map_(second, pairs))
                 continue
             for k, v in items:
                 now = get(k)
