@@ -121,19 +121,26 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
             sealed_code.add(ident(c))
             todo.extend(k for k in c.co_consts if type(k) is types.CodeType)
     sealed_code = frozenset(sealed_code)  # ids of code objects held alive by the modules sealed, not the package's
-    # Each sealed namespace with its names and their objects apart, and the whole namespace as the last check found
-    # it clean. A namespace is never looked up by name in place: the package can put a key of its own in pytest's
-    # module or class dictionary, with the hash of a sealed name, and a lookup of that name would run the key's
-    # __eq__ inside the vault. So a check compares the whole namespace, by identity and in C (its keys, then its
-    # values: no hash, no comparison), with the state it last found clean; where it differs, its items are taken
-    # at once (C iteration), every key must be an exact str, and the sealed names are looked up in a private
-    # dictionary made of them (exact str keys: hashed and compared in C), which no thread of the package's can
-    # change between the check of its keys and the lookups.
-    mapping_proxy = types.MappingProxyType
-    sealed = [(where, d, items, tuple_(k for k, _ in items), tuple_(v for _, v in items),
-               (dict_items, dict.values) if type(d) is dict else (mapping_proxy.items, mapping_proxy.values), [])
+    # Each sealed namespace with its names and their objects apart. A namespace is never looked up by name in
+    # place: the package can put a key of its own in pytest's module or class dictionary, with the hash of a sealed
+    # name, and a lookup of that name would run the key's __eq__ inside the vault. So a check takes every namespace
+    # it checks at once, in one C call (no Python code runs in it: no thread of the package's can change a
+    # namespace halfway, and no hash or comparison is made): their lengths, then their keys, then their values. If
+    # that is the state the last check found as sealed (compared by identity, lengths as ints), that is all; else
+    # each namespace that differs is read from the snapshot: every key must be an exact str, and the sealed names
+    # are looked up in a private dictionary made of it (exact str keys: hashed and compared in C).
+    chain_, from_iterable, proxy_values = itertools.chain, itertools.chain.from_iterable, types.MappingProxyType.values
+    islice_, zip_, compress_, not_ = itertools.islice, zip, itertools.compress, _operator.not_
+    sealed = [(where, d, items, tuple_(k for k, _ in items), tuple_(v for _, v in items), [])
               for where, d, items in sealed]
-    first, second = _operator.itemgetter(0), _operator.itemgetter(1)
+
+    def group(entries):
+        """``entries`` (module dictionaries first, then class mappingproxies, the order a snapshot reads them in)
+        with their dictionaries and the snapshot last found as sealed."""
+        entries = [e for e in entries if type_(e[1]) is dict_] + [e for e in entries if type_(e[1]) is not dict_]
+        dicts = tuple_(e[1] for e in entries if type_(e[1]) is dict_)
+        return entries, dicts + tuple_(e[1] for e in entries if type_(e[1]) is not dict_), dicts, \
+            tuple_(e[1] for e in entries if type_(e[1]) is not dict_), []
 
     # Code under test must never run inside the vault: its frames would lead to the vault's own (and to the
     # key). So nothing here reads an object through Python-level dispatch it may have changed (a class's
@@ -264,7 +271,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # identity: a set's membership test hashes the value's type, which runs its metaclass's __hash__
     c_kinds = frozenset_(ident(t) for t in (type_(str.__eq__), type_(str.join), type_(len), type_(None),
                                              type_(dict.fromkeys), type_(dict.__dict__["fromkeys"])))
-    hot = [e for e in sealed if e[0] in hot_modules or e[0].rsplit(".", 1)[0] in hot_modules]
+    hot = group([e for e in sealed if e[0] in hot_modules or e[0].rsplit(".", 1)[0] in hot_modules])
+    sealed = group(sealed)
     canaries = frozenset_(str_(c) for c in select.get("canaries", ())) if isinstance_(select, dict_) else frozenset_()
     state = {"pm": None, "ours": [], "current": None, "opened": False, "finished": False, "made": None}
     phases = {}  # nodeid -> {when: outcome}, in report order
@@ -386,22 +394,31 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     def broken_seal(entries, hooks):
         """The first sealed attribute that code the package made has replaced, or the first hook (of ``hooks``,
         None: all) with an implementation the package made or without this plugin's own; else None."""
-        for where, d, items, names, objects, (items_of, values_of), before in entries:
-            if before and len_(d) == len_(before[0]) and all_(map_(is_, d, before[0])) and \
-                    all_(map_(is_, values_of(d), before[1])):
-                continue
-            pairs = tuple_(items_of(d))
-            keys = tuple_(map_(first, pairs))
-            if not all_(map_(is_, map_(type_, keys), repeat_(str_type))):
-                return f"put a key of its own in {where}"
-            get = dict_(pairs).get
-            if all_(map_(is_, map_(get, names), objects)):
-                before[:] = keys, tuple_(map_(second, pairs))
-                continue
-            for k, v in items:
-                now = get(k)
-                if now is not v and made(now):
-                    return f"replaced {where}.{k}"
+        entries, every, dicts, proxies, before = entries
+        n = len_(every)
+        now = tuple_(chain_(map_(len_, every), from_iterable(every),
+                            from_iterable(chain_(map_(dict_values, dicts), map_(proxy_values, proxies)))))
+        if not (before and now[:n] == before[0][:n] and
+                all_(map_(is_, islice_(now, n, None), islice_(before[0], n, None)))):
+            offset, values, as_sealed = n, n + (len_(now) - n >> 1), True
+            for (where, d, items, names, objects, was), size in zip_(entries, now[:n]):
+                keys, vals = now[offset:offset + size], now[values:values + size]
+                offset, values = offset + size, values + size
+                if was and len_(keys) == len_(was[0]) and all_(map_(is_, keys, was[0])) and \
+                        all_(map_(is_, vals, was[1])):
+                    continue
+                if not all_(map_(is_, map_(type_, keys), repeat_(str_type))):
+                    return f"put a key of its own in {where}"
+                get = dict_(zip_(keys, vals)).get
+                if all_(map_(is_, map_(get, names), objects)):
+                    was[:] = keys, vals
+                    continue
+                as_sealed = False
+                for k, v in items:
+                    value = get(k)
+                    if value is not v and made(value):
+                        return f"replaced {where}.{k}"
+            before[:] = [now] if as_sealed else []
         for name, caller, impl, function in state["ours"]:
             impls = field(caller, "_hookimpls", caller_kind, list_)
             if field(impl, "function", impl_kind) is not function or not any_(map_(is_, impls or (), repeat_(impl))):
@@ -568,20 +585,25 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         """Every class alive whose dictionary may hold a slot (:data:`_BEHAVIOUR_SLOTS`): each subclass of object
         that is not a static type (``immutable``) and has a slot's name or a name that is not an exact str. Most
         classes hold none of the slots: their names, taken at once and all exact str, are compared with the slots
-        in C (no hash of the package's runs)."""
-        found, seen, todo = [], set_(), [object_]
+        in C (no hash of the package's runs). The names of every class are read in one C call, checked exact str
+        in one more, and matched with the slots in a third; a class's own are read alone only where some name is
+        not an exact str (its hash may be the package's)."""
+        heap, seen, todo = [], set_(), [object_]
+        add, push, keep = seen.add, todo.append, heap.append
         while todo:
             for cls in subclasses_of(todo.pop()):
-                if ident(cls) in seen:
+                i = ident(cls)
+                if i in seen:
                     continue
-                seen.add(ident(cls))
-                todo.append(cls)
-                if flags_of(cls) & immutable:  # a static type's dictionary is as C made it
-                    continue
-                names = tuple_(dict_of(cls))
-                if not all_(map_(is_, map_(type_, names), repeat_(str_type))) or not slots.isdisjoint(names):
-                    found.append(cls)
-        return found
+                add(i)
+                push(cls)
+                if not flags_of(cls) & immutable:  # a static type's dictionary is as C made it
+                    keep(cls)
+        names = list_(map_(tuple_, map_(dict_of, heap)))
+        if all_(map_(is_, map_(type_, from_iterable(names)), repeat_(str_type))):
+            return list_(compress_(heap, map_(not_, map_(slots.isdisjoint, names))))
+        return [cls for cls, own in zip_(heap, names)
+                if not all_(map_(is_, map_(type_, own), repeat_(str_type))) or not slots.isdisjoint(own)]
 
     fine_before = {}  # id -> function of a file's code that lying_values found fine (held, so that ids stay theirs)
 
