@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -198,6 +201,50 @@ def test_a_warm_grade_past_its_limit_is_killed_there_and_the_next_grade_is_clean
     assert again.tampering == [], again.note
     assert all(again.statuses[t] is TestStatus.FAILED for t in task.FAIL_TO_PASS)
     assert all(again.statuses[t] is TestStatus.PASSED for t in task.PASS_TO_PASS)
+
+
+def test_the_parent_takes_the_status_of_a_child_killed_at_its_deadline_from_its_clean_up():
+    """At the deadline the parent kills every process of the sandbox and reaps its children as they die
+    (``frog_fork.kill_others``): the child it was waiting for among them when that child is dead in time for the reap.
+    It then has that child's status from there, not from a wait for a child that is gone (which raised
+    ``ChildProcessError`` and ended the parent: the grade past its limit went cold, about 1 file run in 10). The
+    order is forced here, outside a sandbox: the sandbox-wide kill is one of the child that returns once it is a
+    zombie, and nothing of the host is emptied."""
+    script = textwrap.dedent("""
+        import os, sys, time
+        import frog_fork
+
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(600)
+            os._exit(0)
+
+        def dead():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+            except OSError:
+                return True
+
+        kill = os.kill
+
+        def kill_the_child(target, sig):
+            assert target == -1
+            kill(pid, sig)
+            while not dead():
+                time.sleep(0.001)
+
+        os.kill = kill_the_child
+        frog_fork.others = lambda: [] if dead() else [pid]
+        frog_fork.wipe = lambda: None
+        code, usage, clean = frog_fork.wait_child(pid, time.monotonic() + 0.2)
+        print(code, clean, usage.ru_maxrss > 0)
+    """)
+    plugin = Path(grading_server.__file__).parents[1] / "_plugin"
+    out = subprocess.run([sys.executable, "-c", script], check=False, env={**os.environ, "PYTHONPATH": str(plugin)},
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["None", "True", "True"]
 
 
 def test_a_child_that_kills_its_parent_sends_the_grade_to_the_cold_path():

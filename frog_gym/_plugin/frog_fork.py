@@ -51,8 +51,10 @@ def others():
     return out
 
 
-def kill_others():
-    """Kill every process of the sandbox but its init and this one; True when none is left."""
+def kill_others(reaped=None):
+    """Kill every process of the sandbox but its init and this one; True when none is left. This process's own
+    children are reaped on the way, each as soon as it is dead: their status and rusage go in ``reaped`` (pid ->
+    (status, rusage)), where :func:`wait_child` finds its child's when it killed it here (no later wait can)."""
     for _ in range(500):
         if not others():
             return True
@@ -61,8 +63,12 @@ def kill_others():
         except ProcessLookupError:
             pass
         try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
+            while True:
+                done, st, ru = os.wait4(-1, os.WNOHANG)
+                if not done:
+                    break
+                if reaped is not None:
+                    reaped[done] = (st, ru)
         except ChildProcessError:
             pass
         time.sleep(0.002)
@@ -130,9 +136,10 @@ def wait_child(pid, deadline):
     finally:
         if fd is not None:
             os.close(fd)
-    clean = kill_others()
-    if status is None:
-        _, status, usage = os.wait4(pid, 0)
+    reaped = {}
+    clean = kill_others(reaped)
+    if status is None:  # killed at the deadline: reaped by kill_others when it was dead in time for its reap
+        status, usage = reaped[pid] if pid in reaped else os.wait4(pid, 0)[1:]
         code = None
     else:
         code = os.waitstatus_to_exitcode(status)
