@@ -321,10 +321,20 @@ def pytest_sessionfinish(session, exitstatus, _audit=sys.audit):
     os.replace(tmp, path)
 
 
+def _known_seal():
+    """The seal and its code as the grading server's parent read them (``frog_seal.ahead``) when this process is
+    its child (its ``__main__``, where nothing but pytest has run since the fork), else None."""
+    main = sys.modules.get("__main__")
+    if type(main) is type(sys) and vars(main).get("__file__") == "/frog/plugin/frog_server.py":
+        return vars(main).get("SEAL_AHEAD")
+    return None
+
+
 if _graded:  # last: every hook is defined, and nothing of the package under test has run yet
     _vault.open_vault(_fifo, _key.read_exactly, _guard, _guard_hits, _seal.make_seal(), _seal.HOT, _seal.HOT_HOOKS, {
         "configure": pytest_configure, "start": pytest_runtest_logstart, "record": pytest_runtest_logreport,
         "end": pytest_runtest_logfinish, "collect_error": pytest_collectreport, "finish": pytest_sessionfinish,
         "call": pytest_runtest_call, "made": pytest_runtest_makereport,
         "select": pytest_collection_modifyitems}, sys.modules[__name__],
-        (globals(), vars(_key), vars(_guard_module), vars(_seal), vars(_vault)), _selection())
+        (globals(), vars(_key), vars(_guard_module), vars(_seal), vars(_vault)), _selection(), _seal.code_of,
+        _known_seal())

@@ -43,6 +43,48 @@ def make_seal():
     return sealed
 
 
+def code_of(sealed, known=None):
+    """The ids (``object.__hash__``, as the vault keeps them) of the code objects the functions of ``sealed`` hold,
+    their nested code included: pytest's and pluggy's own code, told apart from the package's by object. Reading
+    ``__code__`` raises an audit event per function, so where ``known`` (:func:`ahead`'s, read by the grading
+    server's parent) holds the same names in the same order, only the objects that differ from its are read (the
+    server's child replaced a few of pytest's import hooks before this plugin loaded), and its ids are taken for
+    the rest: the caller keeps ``known`` alive, and with it every object those ids belong to."""
+    import itertools
+    import operator
+    import types
+
+    ident, flat = object.__hash__, itertools.chain.from_iterable
+    out, todo = set(), []
+    values = [v for _, _, items in sealed for _, v in items]
+    if known is not None:
+        then, ids = known
+        if len(then) == len(sealed) and all(len(x[2]) == len(y[2]) for x, y in zip(then, sealed)) and \
+                all(map(operator.is_, flat(k for _, _, items in then for k, _ in items),
+                        flat(k for _, _, items in sealed for k, _ in items))):
+            out = set(ids)
+            values = [v for v, w in zip(values, (w for _, _, items in then for _, w in items)) if v is not w]
+    for v in values:
+        for _ in range(3):
+            if type(v) in (staticmethod, classmethod, property):
+                v = v.fget if type(v) is property else v.__func__
+        if type(v) is types.FunctionType:
+            todo.append(v.__code__)
+    while todo:
+        c = todo.pop()
+        if ident(c) not in out:
+            out.add(ident(c))
+            todo.extend(k for k in c.co_consts if type(k) is types.CodeType)
+    return frozenset(out)
+
+
+def ahead():
+    """The seal and its code ids (:func:`code_of`), made by a grading server's parent before it forks, where nothing
+    of a package under test ever ran: a child's report plugin hands it to the vault (``frog_report._sealed``)."""
+    sealed = make_seal()
+    return sealed, code_of(sealed)
+
+
 HOT = ("_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.main", "_pytest.skipping",
         "_pytest.outcomes", "_pytest.nodes", "_pytest.fixtures", "_pytest.unittest", "_pytest.capture",
         "_pytest.config", "pytest", "pluggy._hooks", "pluggy._callers", "pluggy._manager", "pluggy._result")

@@ -234,6 +234,27 @@ def _child(req, pytest, canaries):
     raise SystemExit(pytest.console_main())
 
 
+SEAL_AHEAD = None
+"""The report plugin's seal and its code ids, read here once (``frog_seal.ahead``): a child's plugin takes the code
+ids from it where its own seal holds the very same objects (``frog_report._sealed``), instead of reading every
+function's code again (an audit event each) in every grade."""
+
+
+def _seal_ahead():
+    global SEAL_AHEAD
+    import frog_seal
+
+    try:
+        import _pytest._argcomplete  # noqa: F401 (a child's pytest imports it before its plugins load)
+    except ImportError:
+        pass
+
+    try:
+        SEAL_AHEAD = frog_seal.ahead()
+    finally:
+        sys.modules.pop("frog_seal", None)  # a child's plugin loads its own copy, never through sys.modules
+
+
 def main():
     gc.disable()  # then gc.freeze() before each fork: children neither scan nor copy the parent's objects
     with open("/frog/in/server.json") as f:
@@ -267,6 +288,7 @@ def main():
     # frozen without a collection first: importing leaves a few hundred objects in cycles (648 after pytest,
     # hypothesis and flask), which a full collection (15-30 ms a start) would free; frozen, they are only memory,
     # and no finalizer of theirs runs in a child either way (a child's collections never scan frozen objects)
+    _seal_ahead()
     gc.freeze()
     requests = _lines()
     for req in requests:

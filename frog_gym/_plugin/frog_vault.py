@@ -24,7 +24,7 @@ _BEHAVIOUR_SLOTS = (
 # -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
 
 def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_hooks, ours, plugin, own,
-               select):
+               select, code_of, known=None):
     """Keep a graded run's outcomes, the guard's and seal's findings, and the key (inside an HMAC object), where
     code under test can't reach them: in the suspended frame of a generator that only an audit hook (PEP 578)
     resumes. Nothing in Python refers to an installed audit hook, and the ways to find one anyway (the garbage
@@ -52,7 +52,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     it; ``own``: the namespaces of the plugin's modules (their code is not the package's); ``sealed``:
     ``frog_seal.make_seal``'s snapshot, ``hot_modules`` and ``hot_hooks`` the parts of it a report passes through;
     ``flags``: what the guard found before the vault existed; ``guard``: the guard's configuration (or None);
-    ``select``: the selection, for its canaries."""
+    ``select``: the selection, for its canaries; ``code_of``: ``frog_seal.code_of``; ``known``: the seal and its
+    code as the grading server's parent read them (``frog_seal.ahead``), or None."""
     import _hashlib
     import _json
     import _operator
@@ -106,10 +107,12 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     set_, compile_, code_type = set, compile, types.CodeType
     all_, map_, is_, repeat_, dict_values = all, map, _operator.is_, itertools.repeat, dict.values
     # the code of every function pytest and pluggy held before any code under test ran (nested code included):
-    # the seal's own, told apart by object
-    sealed_code, todo = set(), []
-    for _, _, items in [*sealed, *((None, None, tuple(d.items())) for d in own)]:  # the plugin's own too
-        for _, v in items:
+    # the seal's own, told apart by object (what the grading server's parent read is held here, with the objects
+    # its ids belong to), and the plugin's own
+    keep_known = known if type(known) is tuple and len(known) == 2 and type(known[1]) is frozenset else None
+    sealed_code, todo = set(code_of(sealed, keep_known)), []
+    for d in own:
+        for _, v in tuple(d.items()):
             for _ in range(3):
                 if type(v) in (staticmethod, classmethod, property):
                     v = v.fget if type(v) is property else v.__func__
@@ -274,7 +277,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     hot = group([e for e in sealed if e[0] in hot_modules or e[0].rsplit(".", 1)[0] in hot_modules])
     sealed = group(sealed)
     canaries = frozenset_(str_(c) for c in select.get("canaries", ())) if isinstance_(select, dict_) else frozenset_()
-    state = {"pm": None, "ours": [], "current": None, "opened": False, "finished": False, "made": None}
+    state = {"pm": None, "ours": [], "current": None, "opened": False, "finished": False, "made": None,
+             "known": keep_known}  # (held: sealed_code took ids of objects it holds)
     phases = {}  # nodeid -> {when: outcome}, in report order
     collect_errors = []
     flagged = list_(flags)
