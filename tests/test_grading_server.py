@@ -400,3 +400,32 @@ def test_the_kept_code_stays_within_its_size_least_recently_used_first(tmp_path,
         if i == 2:
             assert store.get([names[0]]) == {names[0]: "x" * 1000}  # used: the most recent now
     assert sorted(f.name for f in store.dir.iterdir()) == sorted([names[0], names[2], names[3]])
+
+
+HYPOTHESIS_TEXT = "attrs__combo2-03a5898d"  # its tests draw text with hypothesis: UTF-8's table of every code point
+_NEEDS_TABLES = b"""
+import sys as _s
+_c = _s.modules.get("hypothesis.internal.charmap")
+if _c is None or _c._charmap is None or not _c.intervals_from_codec.cache_info().currsize:
+    raise ImportError("hypothesis's Unicode tables were not made before the package was imported")
+"""
+
+
+def test_the_parent_makes_hypothesis_tables_once_for_every_child():
+    """hypothesis's Unicode tables (a walk of every code point, about a second of CPU in each process whose tests
+    draw text) are made in the server's parent: a child finds them made before the package is imported, where a
+    cold run has not made them yet (the same probe fails every test there)."""
+    task, repo, template = _setup(HYPOTHESIS_TEXT)
+    fix = gold(repo, task, template)
+    probed = [Change(fix[0].path, fix[0].old, fix[0].new + _NEEDS_TABLES), *fix[1:]]
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    with server.lock:
+        warm = server.run(template, probed, task.selected_tests, _canaries(task), 120)
+    assert all(warm.statuses[t] is TestStatus.PASSED for t in task.FAIL_TO_PASS), warm.note
+    scratch = Workspace(paths.home() / "work" / f"tables-{random.randrange(1 << 30):08x}")
+    try:
+        cold = grade(repo, task, template, probed, scratch, use_cache=False, warm=False)
+    finally:
+        scratch.remove()
+    assert not cold.is_resolved and not any(cold.tests.get(t) is TestStatus.PASSED for t in task.FAIL_TO_PASS)

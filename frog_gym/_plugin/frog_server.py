@@ -196,6 +196,22 @@ def _use_code(canaries):
     use_compiled(_COMPILED)
 
 
+def _warm_tables():
+    """Fill, once, the tables a preloaded test library computes in each process and keeps for the process's life:
+    hypothesis's Unicode category map and the characters UTF-8 encodes (a walk of every code point, about a second
+    of CPU, which its text strategies pay at their first draw; a run caches them on disk under ``.hypothesis``,
+    which a grade's tree never keeps). Pure functions of the interpreter's Unicode data: a child inherits the result
+    instead of making it. Their cache files can't be written from here (the working directory is ``/``)."""
+    charmap = sys.modules.get("hypothesis.internal.charmap")
+    if charmap is None:
+        return
+    for name, args in (("charmap", ()), ("intervals_from_codec", ("utf-8",))):
+        try:
+            getattr(charmap, name)(*args)
+        except Exception:  # noqa: BLE001 (another version: its first draw makes them, as cold)
+            pass
+
+
 def _as_if_imported_here():
     """Redo what a preloaded module derived from the working directory when the parent (at ``/``) imported it:
     hypothesis's default storage folder (``.hypothesis`` in the working directory, where a cold run keeps it)."""
@@ -288,6 +304,7 @@ def main():
     # frozen without a collection first: importing leaves a few hundred objects in cycles (648 after pytest,
     # hypothesis and flask), which a full collection (15-30 ms a start) would free; frozen, they are only memory,
     # and no finalizer of theirs runs in a child either way (a child's collections never scan frozen objects)
+    _warm_tables()
     _seal_ahead()
     gc.freeze()
     requests = _lines()

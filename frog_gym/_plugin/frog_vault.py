@@ -133,7 +133,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # each namespace that differs is read from the snapshot: every key must be an exact str, and the sealed names
     # are looked up in a private dictionary made of it (exact str keys: hashed and compared in C).
     chain_, from_iterable, proxy_values = itertools.chain, itertools.chain.from_iterable, types.MappingProxyType.values
-    islice_, zip_, compress_, not_ = itertools.islice, zip, itertools.compress, _operator.not_
+    islice_, zip_, eq_, getitem_, enumerate_ = itertools.islice, zip, _operator.eq, _operator.getitem, enumerate
+    first, second = _operator.itemgetter(0), _operator.itemgetter(1)
     sealed = [(where, d, items, tuple_(k for k, _ in items), tuple_(v for _, v in items), [])
               for where, d, items in sealed]
 
@@ -585,13 +586,9 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         value = unwrapped(value)
         return value if type_(value) is FunctionType else None
 
-    def classes_with_slots():
-        """Every class alive whose dictionary may hold a slot (:data:`_BEHAVIOUR_SLOTS`): each subclass of object
-        that is not a static type (``immutable``) and has a slot's name or a name that is not an exact str. Most
-        classes hold none of the slots: their names, taken at once and all exact str, are compared with the slots
-        in C (no hash of the package's runs). The names of every class are read in one C call, checked exact str
-        in one more, and matched with the slots in a third; a class's own are read alone only where some name is
-        not an exact str (its hash may be the package's)."""
+    def heap_classes():
+        """Every class alive that is not a static type (``immutable``: its dictionary is as C made it), each once,
+        by a walk of the subclass tree."""
         heap, seen, todo = [], set_(), [object_]
         add, push, keep = seen.add, todo.append, heap.append
         while todo:
@@ -601,24 +598,51 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                     continue
                 add(i)
                 push(cls)
-                if not flags_of(cls) & immutable:  # a static type's dictionary is as C made it
+                if not flags_of(cls) & immutable:
                     keep(cls)
-        names = list_(map_(tuple_, map_(dict_of, heap)))
-        if all_(map_(is_, map_(type_, from_iterable(names)), repeat_(str_type))):
-            return list_(compress_(heap, map_(not_, map_(slots.isdisjoint, names))))
-        return [cls for cls, own in zip_(heap, names)
-                if not all_(map_(is_, map_(type_, own), repeat_(str_type))) or not slots.isdisjoint(own)]
+        return heap
 
     fine_before = {}  # id -> function of a file's code that lying_values found fine (held, so that ids stay theirs)
+    # The classes, their namespaces' sizes and names as the last lying_values found them, when it found nothing and
+    # judged every slot's value by a verdict kept until a function's __code__ is set (``fine_before``, none of them
+    # a function whose __code__ was set before): [the classes' ids, sizes, names, the classes that had a slot's name
+    # (held: their ids stay theirs), their values, how many functions had their __code__ set then]. A class without
+    # a slot's name is judged by its names alone, so the same names (the same str objects, exact str then) give the
+    # same verdict whatever class now has that id; a class with one is held and compared by object, with its
+    # values. All of it the same, and no other function's __code__ set since: nothing to find, as then.
+    walked = []
 
     def lying_values():
         """Each class alive now that holds, as a comparison or format method (:data:`_BEHAVIOUR_SLOTS`), code
         that the package's changed files made and that the repository's own version of the file does not put
         there (a value that equals anything passes any assertion): one finding each, else []. Read by exact
         types and C descriptors only; a generated method (``<...>``, as dataclasses and attrs make) counts as
-        its class's module's, by the module's file."""
+        its class's module's, by the module's file. Every class's names and values are read in one C call (no
+        thread of the package's can change them between reads); a class whose names are all exact str and hold
+        no slot's name is done with there."""
         if not changed:
             return []
+        heap = heap_classes()
+        views = list_(map_(dict_of, heap))
+        if walked and len_(recoded) == walked[5] and len_(heap) == len_(walked[0]):
+            ids, sizes, names, held, values, _ = walked
+            if all_(chain_(map_(eq_, map_(ident, heap), ids), map_(eq_, map_(len_, views), sizes),
+                           map_(is_, from_iterable(views), names),
+                           map_(is_, map_(getitem_, repeat_(heap), map_(first, held)), map_(second, held)),
+                           map_(is_, from_iterable(map_(proxy_values, map_(dict_of, map_(second, held)))), values))):
+                return []
+        walked.clear()
+        n = len_(heap)
+        snap = tuple_(chain_(map_(len_, views), from_iterable(views), from_iterable(map_(proxy_values, views))))
+        total = len_(snap) - n >> 1
+        flat_names = snap[n:n + total]
+        exact = all_(map_(is_, map_(type_, flat_names), repeat_(str_type)))
+        found, at = [], n
+        for i, size in enumerate_(snap[:n]):
+            own = snap[at:at + size]
+            if not exact and not all_(map_(is_, map_(type_, own), repeat_(str_type))) or not slots.isdisjoint(own):
+                found.append((i, own, snap[at + total:at + total + size]))
+            at += size
         files, loaded = {}, []
 
         def file_of(module):  # a module's __file__ (str), looked up only for a generated method of changed code
@@ -634,10 +658,18 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 files[module] = found
             return files[module]
 
-        prefix, out = root + "/", []
-        for cls in classes_with_slots():
-            hits = [(k, f) for k, v in dict_of(cls).items() if type_(k) is str_type and k in slots
-                    and ident(type_(v)) not in c_kinds for f in (function_of(v),) if f is not None or made(v)]
+        prefix, out, kept = root + "/", [], True  # kept: every verdict below is one fine_before keeps
+        for i, own_names, own_values in found:
+            cls, hits = heap[i], []
+            for k, v in zip_(own_names, own_values):
+                if type_(k) is str_type and k in slots and ident(type_(v)) not in c_kinds:
+                    f = function_of(v)
+                    if f is None:  # made() keeps no verdict for other callables, whose class may change
+                        kept = False
+                        if made(v):
+                            hits.append((k, None))
+                    else:
+                        hits.append((k, f))
             if not hits:
                 continue
             cq = qualname_of(cls)
@@ -653,14 +685,17 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 # package's reads its class's module and name, which may change: read afresh)
                 if fine_before.get(ident(f)) is f and recoded.get(ident(f)) is not f:
                     continue
+                if recoded.get(ident(f)) is f:  # its __code__ set since the vault opened: may be set again
+                    kept = False
                 code = f.__code__
                 where = text_of(code.co_filename)  # a str subclass naming the changed file is that file
                 if not package_code(where, f.__globals__):
                     fine_before[ident(f)] = f
                     continue
                 generated = where.startswith("<")
-                if generated:  # a dataclass's or attrs' method: its class's module's
-                    mod = [v for k, v in dict_of(cls).items() if type_(k) is str_type and k == "__module__"]
+                if generated:  # a dataclass's or attrs' method: its class's module's (read afresh: never kept)
+                    kept = False
+                    mod = [v for k, v in zip_(own_names, own_values) if type_(k) is str_type and k == "__module__"]
                     where = file_of(mod[0]) if mod and type_(mod[0]) is str_type else None
                     if where is None:  # no loaded module's (attrs' tests make classes of made-up modules)
                         continue
@@ -679,8 +714,12 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 if fine and not generated:
                     fine_before[ident(f)] = f
                 if not fine:
+                    kept = False
                     out.append(f"code under test gave {cq or 'a class'} a {name} that {rel} does not define "
                                f"there ({qual or 'no name'}): a value that compares as it likes")
+        if not out and kept and exact:
+            walked[:] = (tuple_(map_(ident, heap)), snap[:n], flat_names, tuple_((i, heap[i]) for i, _, _ in found),
+                         tuple_(from_iterable(values for _, _, values in found)), len_(recoded))
         return out
 
     def package_class(cls):
