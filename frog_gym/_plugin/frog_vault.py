@@ -126,14 +126,15 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     sealed_code = frozenset(sealed_code)  # ids of code objects held alive by the modules sealed, not the package's
     # Each sealed namespace with its names and their objects apart. A namespace is never looked up by name in
     # place: the package can put a key of its own in pytest's module or class dictionary, with the hash of a sealed
-    # name, and a lookup of that name would run the key's __eq__ inside the vault. So a check takes every namespace
-    # it checks at once, in one C call (no Python code runs in it: no thread of the package's can change a
-    # namespace halfway, and no hash or comparison is made): their lengths, then their keys, then their values. If
-    # that is the state the last check found as sealed (compared by identity, lengths as ints), that is all; else
-    # each namespace that differs is read from the snapshot: every key must be an exact str, and the sealed names
-    # are looked up in a private dictionary made of it (exact str keys: hashed and compared in C).
+    # name, and a lookup of that name would run the key's __eq__ inside the vault. So a check compares every
+    # namespace it checks, in one C call (no Python code runs in it: no thread of the package's can change a
+    # namespace halfway, and no hash or comparison of the package's is made), with the state the last check found
+    # as sealed: their sizes as ints, then their keys and values by identity. Where one differs, it takes them all
+    # at once, in one C call, and reads each namespace that differs from that snapshot: every key must be an exact
+    # str, and the sealed names are looked up in a private dictionary made of it (exact str keys: hashed and
+    # compared in C).
     chain_, from_iterable, proxy_values = itertools.chain, itertools.chain.from_iterable, types.MappingProxyType.values
-    islice_, zip_, eq_, getitem_, enumerate_ = itertools.islice, zip, _operator.eq, _operator.getitem, enumerate
+    zip_, eq_, getitem_, enumerate_ = zip, _operator.eq, _operator.getitem, enumerate
     first, second = _operator.itemgetter(0), _operator.itemgetter(1)
     sealed = [(where, d, items, tuple_(k for k, _ in items), tuple_(v for _, v in items), [])
               for where, d, items in sealed]
@@ -401,10 +402,15 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         None: all) with an implementation the package made or without this plugin's own; else None."""
         entries, every, dicts, proxies, before = entries
         n = len_(every)
-        now = tuple_(chain_(map_(len_, every), from_iterable(every),
-                            from_iterable(chain_(map_(dict_values, dicts), map_(proxy_values, proxies)))))
-        if not (before and now[:n] == before[0][:n] and
-                all_(map_(is_, islice_(now, n, None), islice_(before[0], n, None)))):
+        # as last found, compared in place (one C call: the sizes as ints, then every key and value by identity)
+        if before and all_(chain_(map_(eq_, map_(len_, every), before[0]),
+                                  map_(is_, chain_(from_iterable(every), from_iterable(
+                                      chain_(map_(dict_values, dicts), map_(proxy_values, proxies)))), before[1]))):
+            now = None
+        else:
+            now = tuple_(chain_(map_(len_, every), from_iterable(every),
+                                from_iterable(chain_(map_(dict_values, dicts), map_(proxy_values, proxies)))))
+        if now is not None:
             offset, values, as_sealed = n, n + (len_(now) - n >> 1), True
             for (where, d, items, names, objects, was), size in zip_(entries, now[:n]):
                 keys, vals = now[offset:offset + size], now[values:values + size]
@@ -423,7 +429,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                     value = get(k)
                     if value is not v and made(value):
                         return f"replaced {where}.{k}"
-            before[:] = [now] if as_sealed else []
+            before[:] = (now[:n], now[n:]) if as_sealed else ()
         for name, caller, impl, function in state["ours"]:
             impls = field(caller, "_hookimpls", caller_kind, list_)
             if field(impl, "function", impl_kind) is not function or not any_(map_(is_, impls or (), repeat_(impl))):
