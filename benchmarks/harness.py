@@ -61,6 +61,15 @@ then: a warm pass 18.1 s (first episodes of a repository 4.1, the 40 others 13.0
 On the final tree (the guard's paths read by exact type too), ``--rounds 2`` twice (load 0.9-1.5): cold 36.1 and 35.7,
 warm 22.8 and 20.0 (1.67x); cold 33.9 and 36.2, warm 18.7 and 20.0 (1.81x): a run's rounds differ by up to a seventh.
 
+Session 19 (quiet machine, load 0.8-1.4): at the start, ``--rounds 2``: cold 33.4 and 32.6 s, warm 19.6 and 18.8 s
+(**1.72x**). With the seal compared in place and its code read once by the server's parent, ``lying_values``
+skipping its work where every class, name and slot value is as a walk that found nothing left them, the parent's
+preload reading each module once and freezing without a collection: cold 35.5 and 31.6, warm 19.1 and 18.3
+(**1.79x**, per wall-hour 1.78x; target 2x: not met). ``benchmarks/warm_costs.py --skip-starts`` (a warm pass in one
+process) went from 17.3-17.7 s to 17.1-17.9 s in A/B runs alternated with the session's first tree (no effect
+larger than its noise on the pass as a whole; per task, ``benchmarks/grading_profile.py --sides bare,warm``:
+click__combo2-30655a68 0.345 -> 0.30 s, inflection__combo2-0b342fb5 0.205 -> 0.18 s).
+
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
     python benchmarks/harness.py --side warm --ids ID,ID     # one side, as the rotation runs it
