@@ -615,7 +615,12 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # (held: their ids stay theirs), their values, how many functions had their __code__ set then]. A class without
     # a slot's name is judged by its names alone, so the same names (the same str objects, exact str then) give the
     # same verdict whatever class now has that id; a class with one is held and compared by object, with its
-    # values. All of it the same, and no other function's __code__ set since: nothing to find, as then.
+    # values. All of it the same, and no other function's __code__ set since: nothing to find, as then. A generated
+    # method's verdict also reads its class's name and its module's file, which the package can change without
+    # touching the class; it is kept all the same: what the method does is the function held in the class's values,
+    # so a lie that passes while those names are as they were passes a fresh walk in that state too (the package
+    # chooses them at every moment). A callable that is no function is never kept: its class, which the package
+    # can swap, decides what it does.
     walked = []
 
     def lying_values():
@@ -699,8 +704,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                     fine_before[ident(f)] = f
                     continue
                 generated = where.startswith("<")
-                if generated:  # a dataclass's or attrs' method: its class's module's (read afresh: never kept)
-                    kept = False
+                if generated:  # a dataclass's or attrs' method: its class's module's (read afresh each full walk)
                     mod = [v for k, v in zip_(own_names, own_values) if type_(k) is str_type and k == "__module__"]
                     where = file_of(mod[0]) if mod and type_(mod[0]) is str_type else None
                     if where is None:  # no loaded module's (attrs' tests make classes of made-up modules)
