@@ -61,18 +61,22 @@ then: a warm pass 18.1 s (first episodes of a repository 4.1, the 40 others 13.0
 On the final tree (the guard's paths read by exact type too), ``--rounds 2`` twice (load 0.9-1.5): cold 36.1 and 35.7,
 warm 22.8 and 20.0 (1.67x); cold 33.9 and 36.2, warm 18.7 and 20.0 (1.81x): a run's rounds differ by up to a seventh.
 
-Session 19 (quiet machine, load 0.8-1.4): at the start, ``--rounds 2``: cold 33.4 and 32.6 s, warm 19.6 and 18.8 s
+Session 19 (quiet machine, load 0.8-1.5): at the start, ``--rounds 2``: cold 33.4 and 32.6 s, warm 19.6 and 18.8 s
 (**1.72x**). With the seal compared in place and its code read once by the server's parent, ``lying_values``
-skipping its work where every class, name and slot value is as a walk that found nothing left them, the parent's
-preload reading each module once and freezing without a collection: cold 35.5 and 31.6, warm 19.1 and 18.3
-(**1.79x**, per wall-hour 1.78x; target 2x: not met). ``benchmarks/warm_costs.py --skip-starts`` (a warm pass in one
-process) went from 17.3-17.7 s to 17.1-17.9 s in A/B runs alternated with the session's first tree (no effect
-larger than its noise on the pass as a whole; per task, ``benchmarks/grading_profile.py --sides bare,warm``:
-click__combo2-30655a68 0.345 -> 0.30 s, inflection__combo2-0b342fb5 0.205 -> 0.18 s).
+skipping its work where every class, name and slot value is as a walk that found nothing left them (672 of 845
+walks of a pass), the parent's preload reading each module once and freezing without a collection, a vault event
+reading the signal handlers in one call: ``--rounds 2`` four times over the session's last commits: 1.79x, 1.66x,
+1.74x, 1.71x (cold 30.2-35.5 s, warm 18.1-20.2 s; target 2x: not met). ``--against`` the session's first tree
+(``git worktree add /tmp/base f0c745d``), ``--rounds 4``: warm CPU 17.51, 17.58, 17.95, 17.20 s there, 17.31,
+17.80, 17.09, 17.26 s here (means 17.56 and 17.37: 0.989; an earlier alternation by hand, 4 each: 17.60 and 17.21).
+What is left of the vault's per-test checks, measured by turning each off in turn on the warm side (three runs
+each): ``lying_values`` 1.3 s (a walk of every class alive at each passing FAIL_TO_PASS test, about 1 ms even where
+it then skips), the seal about 1 s.
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
     python benchmarks/harness.py --side warm --ids ID,ID     # one side, as the rotation runs it
+    python benchmarks/harness.py --against /tmp/base --rounds 4   # this checkout's warm side against another's
 """
 
 from __future__ import annotations
@@ -215,6 +219,33 @@ def warm_up(task_ids: list[str], impact: bool = False) -> None:
             grading_server.preload_list(repo, template, grading_server._owned_modules(repo.tree, repo.spec.install.import_paths))
 
 
+def against(other: Path, ids: list[str], rounds: int, impact: bool) -> None:
+    """The warm side of this checkout and of ``other``'s, alternated, each in a fresh process importing its own
+    frog_gym (``PYTHONPATH``): what a change did to a warm pass, without the cold side's noise in the ratio."""
+    here = Path(__file__).resolve().parent.parent
+    print(f"{len(ids)} episodes, warm side: this checkout ({here}) against {other}; load average at start: "
+          f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
+    warm_up(ids, impact)
+    meter = CpuMeter()
+    print(f"CPU time: {meter.kind}", flush=True)
+    cpu: dict[str, list[float]] = {"other": [], "this": []}
+    for rnd in range(rounds):
+        for label, root in (("other", other), ("this", here)):
+            env = {**os.environ, "FROG_GYM_GRADE_SERVER": "1", "PYTHONPATH": str(root)}
+            before = meter.read()
+            out = subprocess.run([sys.executable, str(root / "benchmarks" / "harness.py"), "--side", "warm",
+                                  "--ids", ",".join(ids), *(["--impact"] if impact else [])], env=env, cwd=root,
+                                  capture_output=True, text=True)
+            if out.returncode != 0:
+                raise SystemExit(f"the {label} side failed:\n{out.stderr[-3000:]}")
+            cpu[label].append(meter.read() - before)
+            print(f"round {rnd + 1} {label:5}: CPU {cpu[label][-1]:6.2f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+    mean = {k: sum(v) / len(v) for k, v in cpu.items()}
+    print(f"mean warm CPU: other {mean['other']:.2f} s, this {mean['this']:.2f} s: this / other "
+          f"{mean['this'] / mean['other']:.3f}; load average at end: {os.getloadavg()[0]:.2f}")
+    meter.close()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--tasks", type=int, default=50)
@@ -225,11 +256,16 @@ def main() -> None:
     p.add_argument("--impact", action="store_true",
                    help="both sides grade with test-impact selection (the harness's impact_selection, as training "
                         "grades; the oracle's fix is the gold's text, so only FAIL_TO_PASS runs)")
+    p.add_argument("--against", metavar="DIR",
+                   help="the warm side of this checkout against that of the checkout at DIR (e.g. a `git worktree` "
+                        "of main), alternated --rounds times: CPU of each side's process tree, and the means")
     args = p.parse_args()
     if args.side:
         print(json.dumps(one_side(args.ids.split(","), args.impact)))
         return
     ids = mixed_tasks(args.tasks)
+    if args.against:
+        return against(Path(args.against).resolve(), ids * args.epochs, args.rounds, args.impact)
     repos = len({t.split("__")[0] for t in ids})
     print(f"{len(ids)} tasks of {repos} repositories x {args.epochs} epochs, switching repository at every episode; "
           f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
