@@ -110,20 +110,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # the seal's own, told apart by object (what the grading server's parent read is held here, with the objects
     # its ids belong to), and the plugin's own
     keep_known = known if type(known) is tuple and len(known) == 2 and type(known[1]) is frozenset else None
-    sealed_code, todo = set(code_of(sealed, keep_known)), []
-    for d in own:
-        for _, v in tuple(d.items()):
-            for _ in range(3):
-                if type(v) in (staticmethod, classmethod, property):
-                    v = v.fget if type(v) is property else v.__func__
-            if type(v) is types.FunctionType:
-                todo.append(v.__code__)
-    while todo:
-        c = todo.pop()
-        if ident(c) not in sealed_code:
-            sealed_code.add(ident(c))
-            todo.extend(k for k in c.co_consts if type(k) is types.CodeType)
-    sealed_code = frozenset(sealed_code)  # ids of code objects held alive by the modules sealed, not the package's
+    sealed_code = code_of(sealed, keep_known) | code_of([(None, None, tuple(d.items())) for d in own])
+    # (ids of code objects held alive by the modules sealed, not the package's)
     # Each sealed namespace with its names and their objects apart. A namespace is never looked up by name in
     # place: the package can put a key of its own in pytest's module or class dictionary, with the hash of a sealed
     # name, and a lookup of that name would run the key's __eq__ inside the vault. So a check compares every
@@ -142,10 +130,10 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     def group(entries):
         """``entries`` (module dictionaries first, then class mappingproxies, the order a snapshot reads them in)
         with their dictionaries and the snapshot last found as sealed."""
-        entries = [e for e in entries if type_(e[1]) is dict_] + [e for e in entries if type_(e[1]) is not dict_]
-        dicts = tuple_(e[1] for e in entries if type_(e[1]) is dict_)
-        return entries, dicts + tuple_(e[1] for e in entries if type_(e[1]) is not dict_), dicts, \
-            tuple_(e[1] for e in entries if type_(e[1]) is not dict_), []
+        dicts = [e for e in entries if type_(e[1]) is dict_]
+        proxies = [e for e in entries if type_(e[1]) is not dict_]
+        return dicts + proxies, tuple_(e[1] for e in dicts + proxies), tuple_(e[1] for e in dicts), \
+            tuple_(e[1] for e in proxies), []
 
     # Code under test must never run inside the vault: its frames would lead to the vault's own (and to the
     # key). So nothing here reads an object through Python-level dispatch it may have changed (a class's
