@@ -429,3 +429,34 @@ def test_the_parent_makes_hypothesis_tables_once_for_every_child():
     finally:
         scratch.remove()
     assert not cold.is_resolved and not any(cold.tests.get(t) is TestStatus.PASSED for t in task.FAIL_TO_PASS)
+
+
+_STORAGE_PROBE = b"""
+import os as _o
+from hypothesis.configuration import storage_directory as _sd
+_d = _sd()
+if str(getattr(_d, "path", _d)) != _o.path.join(_o.getcwd(), ".hypothesis"):
+    raise ImportError(f"hypothesis's storage is {getattr(_d, 'path', _d)}, not the working folder's")
+"""
+
+
+def test_a_later_server_takes_hypothesis_tables_from_the_store_and_leaves_storage_as_cold(tmp_path, monkeypatch):
+    """The first parent walks every code point and hands hypothesis's own table files to the host's store; a
+    server started later takes them from there (no walk), and its child still finds them made. Either way the
+    child's hypothesis storage is its working folder's (``/testbed/.hypothesis``), as a cold run's."""
+    task, repo, template = _setup(HYPOTHESIS_TEXT)
+    monkeypatch.setattr(grading_server.CodeStore, "__init__", lambda self, repo: setattr(self, "dir", tmp_path / "code"))
+    fix = gold(repo, task, template)
+    probed = [Change(fix[0].path, fix[0].old, fix[0].new + _NEEDS_TABLES + _STORAGE_PROBE), *fix[1:]]
+    seen = []
+    for _ in range(2):
+        server = grading_server.GradingServer(repo, template)
+        try:
+            with server.lock:
+                run = server.run(template, probed, task.selected_tests, _canaries(task), 120)
+        finally:
+            server.close()
+        assert all(run.statuses[t] is TestStatus.PASSED for t in task.FAIL_TO_PASS), run.note
+        seen.append(server.tables)
+    assert seen == ["made", "kept"]
+    assert any(f.is_file() for f in (tmp_path / "code").iterdir())

@@ -31,7 +31,7 @@ import sys
 import time
 
 from frog_fork import code_ahead, compiled as _compiled, lines as _lines, say as _say
-from frog_fork import fork_run, source as _source, stdio_to, use_compiled
+from frog_fork import _name, fork_run, source as _source, stdio_to, use_compiled
 
 TESTBED = "/testbed"
 PLUGIN = "/frog/plugin"
@@ -196,20 +196,79 @@ def _use_code(canaries):
     use_compiled(_COMPILED)
 
 
-def _warm_tables():
+TABLES = None
+"""What became of hypothesis's Unicode tables in this parent (``"made"``, ``"kept"``: taken from the host's store,
+None: no hypothesis preloaded, or not yet asked), said in the first request's reply."""
+
+
+def _warm_tables(requests, store):
     """Fill, once, the tables a preloaded test library computes in each process and keeps for the process's life:
     hypothesis's Unicode category map and the characters UTF-8 encodes (a walk of every code point, about a second
-    of CPU, which its text strategies pay at their first draw; a run caches them on disk under ``.hypothesis``,
-    which a grade's tree never keeps). Pure functions of the interpreter's Unicode data: a child inherits the result
-    instead of making it. Their cache files can't be written from here (the working directory is ``/``)."""
+    of CPU, which its text strategies pay at their first draw). Pure functions of hypothesis's version and the
+    interpreter's Unicode data: a child inherits the result instead of making it.
+
+    hypothesis keeps them on disk itself, under its storage folder (``.hypothesis/unicode_data``), as a developer's
+    runs find them; a grade's tree never keeps that folder. So, with ``store``, the host keeps hypothesis's own files
+    of them as it keeps code (:func:`frog_fork._name`: one name for hypothesis's version, the Unicode data's and the
+    interpreter's, asked for in one ``need`` line): a parent that finds them there puts them in a scratch storage
+    folder and lets hypothesis read them, instead of walking every code point. Only a parent (no child can write to
+    its pipe) makes what the host keeps. hypothesis's storage is left unchosen afterwards, so a child's is its
+    working folder's, as cold. Returns what the host may keep ({name: [label, base64 marshal]})."""
+    global TABLES
     charmap = sys.modules.get("hypothesis.internal.charmap")
-    if charmap is None:
-        return
-    for name, args in (("charmap", ()), ("intervals_from_codec", ("utf-8",))):
+    conf = sys.modules.get("hypothesis.configuration")
+    if charmap is None or conf is None or not callable(getattr(conf, "set_hypothesis_home_dir", None)):
+        return {}
+    import base64
+    import marshal
+    import shutil
+    import tempfile
+    import unicodedata
+
+    version = getattr(sys.modules.get("hypothesis.version"), "__version__", "")
+    what = f"{version}\0{unicodedata.unidata_version}\0{sys.maxunicode}".encode()
+    name = _name("hypothesis unicode tables", str(getattr(charmap, "__file__", "")), what) if store else None
+    kept = {}
+    if name:
+        _say({"need": [name]})
+        got = (next(requests, None) or {}).get("code") or {}
         try:
-            getattr(charmap, name)(*args)
-        except Exception:  # noqa: BLE001 (another version: its first draw makes them, as cold)
-            pass
+            kept = marshal.loads(base64.b64decode(got[name])) if isinstance(got.get(name), str) else {}
+        except Exception:  # noqa: BLE001 (a damaged copy: made again below)
+            kept = {}
+        if type(kept) is not dict or not all(type(k) is str and type(v) is bytes for k, v in kept.items()):
+            kept = {}
+    home = tempfile.mkdtemp(prefix="frog-tables-")
+    try:
+        for rel, data in kept.items():
+            parts = rel.split("/")
+            if not parts or any(p in ("", ".", "..") for p in parts):
+                kept = {}
+                break
+            os.makedirs(os.path.join(home, *parts[:-1]), exist_ok=True)
+            with open(os.path.join(home, *parts), "wb") as f:
+                f.write(data)
+        conf.set_hypothesis_home_dir(home)
+        try:
+            for fn, args in (("charmap", ()), ("intervals_from_codec", ("utf-8",))):
+                try:
+                    getattr(charmap, fn)(*args)
+                except Exception:  # noqa: BLE001 (another version: its first draw makes them, as cold)
+                    pass
+        finally:
+            conf.set_hypothesis_home_dir(None)
+        TABLES = "kept" if kept else "made"
+        if not name or kept:
+            return {}
+        made = {}
+        for folder, _, files in os.walk(os.path.join(home, "unicode_data")):
+            for fname in files:
+                path = os.path.join(folder, fname)
+                with open(path, "rb") as f:
+                    made[os.path.relpath(path, home)] = f.read()
+        return {name: ["<hypothesis unicode tables>", base64.b64encode(marshal.dumps(made)).decode()]} if made else {}
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _as_if_imported_here():
@@ -304,16 +363,22 @@ def main():
     # frozen without a collection first: importing leaves a few hundred objects in cycles (648 after pytest,
     # hypothesis and flask), which a full collection (15-30 ms a start) would free; frozen, they are only memory,
     # and no finalizer of theirs runs in a child either way (a child's collections never scan frozen objects)
-    _warm_tables()
     _seal_ahead()
     gc.freeze()
     requests = _lines()
+    tables = None
     for req in requests:
         if not _protected(req["protect"]):
             _say({"error": "a protected test path is no longer a read-only mount"})
             return
         start = time.monotonic()
+        if tables is None:  # at the first request: the host's store answers the parent from there on
+            tables = _warm_tables(requests, req.get("store"))
+            new_tables, tables = tables, {}
+        else:
+            new_tables = {}
         made, new = _code_ahead(req, requests)
+        new.update(new_tables)
         try:
             canaries = _canary_code(req)
         except Exception:  # noqa: BLE001 (the child rewrites the whole file instead, as cold)
@@ -322,7 +387,7 @@ def main():
         code, usage, clean = fork_run(lambda: _child(req, pytest, canaries), start + req["timeout"])
         own = os.times()
         _say({"made": made, "exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
-              "seconds": time.monotonic() - start, "new": new})
+              "seconds": time.monotonic() - start, "new": new, "tables": TABLES})
 
 
 main()

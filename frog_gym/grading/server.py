@@ -276,6 +276,9 @@ class GradingServer(ForkServer):
         self.code_made = 0
         """How many test or package modules the parent rewrote or compiled for the last grade (the others'
         code came from its caches)."""
+        self.tables: str | None = None
+        """Where the parent's hypothesis Unicode tables came from: ``"made"`` (a walk of every code point),
+        ``"kept"`` (the host's store), None (no hypothesis preloaded, or no grade yet)."""
         self._parent_cpu = 0.0
         try:
             self._start(template, startup_timeout)
@@ -392,6 +395,8 @@ class GradingServer(ForkServer):
             raise Unavailable("a process of the graded code could not be killed")
         seconds = time.monotonic() - start
         self.code_made = int(reply.get("made", 0))
+        if reply.get("tables") is not None:
+            self.tables = str(reply["tables"])
         parent = float(reply.get("parent_cpu", 0.0))
         self.cpu_seconds += float(reply.get("cpu", 0.0)) + parent - self._parent_cpu
         self._parent_cpu = parent
