@@ -50,6 +50,7 @@ import os
 import random
 import re
 import sys
+import threading
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -982,10 +983,8 @@ def _kept_analysis(path: str, source: bytes) -> Analysis | None:
     it, and taken back into this process's parts, so that the agent's version of the file is walked only where
     its statements differ (:func:`_analyse`). The agent's own files are never kept. An entry that does not read
     back as written is analysed again."""
-    from frog_gym import paths
-
     key = _analysis_key(path, source)
-    f = paths.home() / "analyses" / key[:2] / f"{key}.json"
+    f = _kept_file(key)
     try:
         d = json.loads(f.read_text(encoding="utf-8"))
         if d.get("key") == key:
@@ -1005,20 +1004,34 @@ def _kept_analysis(path: str, source: bytes) -> Analysis | None:
          "vocabulary": sorted(got[1]) if got else [],
          "parts": [parts[0], [[digest, [_rows_of(part.hits), sorted(part.vocabulary)]] for digest, part in parts[1]]]
          if parts else None}
+    _keep(f, d)
+    return got
+
+
+def _kept_file(key: str):
+    from frog_gym import paths
+
+    return paths.home() / "analyses" / key[:2] / f"{key}.json"
+
+
+def _keep(f, d: dict) -> None:
+    """Write a kept entry whole (a reader sees the old file or the new one); a read-only home only costs the time
+    the next process spends making it again."""
     try:
         f.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.with_suffix(f".{os.getpid()}.tmp")
+        tmp = f.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps(d), encoding="utf-8")
         os.replace(tmp, f)
     except OSError:
-        pass  # a read-only home: analysed again next time
-    return got
+        pass
 
 
 def keep_analysis(path: str, source: bytes) -> None:
     """Analyse a file no agent wrote (a task's starting file, the repository's own) and keep the result on disk
-    for every later process (what a grade does on its first visit of a task)."""
+    for every later process (what a grade does on its first visit of a task), with what it defines
+    (:func:`kept_defined_names`)."""
     _kept_analysis(path, source)
+    _kept_defined_code(source)
 
 
 def tampering(path: str, old: bytes | None, new: bytes, pristine: bytes | None = None) -> list[str]:
@@ -1143,6 +1156,29 @@ def defined_names(source: bytes) -> dict[str, list[str]]:
     defines nothing. (A new dictionary each call, of a walk made once per source: a task's pristine file recurs at
     every grade.)"""
     return {"code": list(_defined_code(source))}
+
+
+def kept_defined_names(source: bytes) -> dict[str, list[str]]:
+    """:func:`defined_names` of a file no agent wrote (the repository's own version of a file the agent changed, at
+    every grade of its task), kept on disk beside the analyses (:func:`_kept_analysis`), so that a process grading
+    the task for the first time does not parse it again. An entry that does not read back as written is made again."""
+    return {"code": list(_kept_defined_code(source))}
+
+
+@functools.lru_cache(maxsize=256)
+def _kept_defined_code(source: bytes) -> tuple[str, ...]:
+    key = _analysis_key("<defined names>", source)
+    f = _kept_file(key)
+    try:
+        d = json.loads(f.read_text(encoding="utf-8"))
+        code = d.get("code")
+        if d.get("key") == key and isinstance(code, list) and all(isinstance(q, str) for q in code):
+            return tuple(code)
+    except (OSError, ValueError, AttributeError):
+        pass
+    got = _defined_code(source)
+    _keep(f, {"key": key, "code": list(got)})
+    return got
 
 
 @functools.lru_cache(maxsize=256)

@@ -28,7 +28,7 @@ from typing import Any
 from frog_gym import paths
 
 from frog_gym.errors import SourceError
-from frog_gym.grading.integrity import Canaries, defined_names, verify
+from frog_gym.grading.integrity import Canaries, kept_defined_names, verify
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox import make_sandbox
 from frog_gym.catalog.snapshot import PreparedRepo
@@ -386,7 +386,7 @@ def guard_for(repo: PreparedRepo, task: Task, canaries: Canaries, template: Temp
     With the ``template`` and the agent's ``kept`` changes, the vault also gets what it needs to tell a value
     that equals anything (``values``): the FAIL_TO_PASS ids, at whose passing report it looks at every class
     alive, and for each Python file of the package the agent changed, what the repository's own version of it
-    defines (:func:`frog_gym.grading.integrity.defined_names`): a comparison or format method made by changed code
+    defines (:func:`frog_gym.grading.integrity.kept_defined_names`): a comparison or format method made by changed code
     must be code that version defines. The processes a test starts never get ``values``
     (:func:`key_fifo`)."""
     spec = repo.spec
@@ -399,7 +399,7 @@ def guard_for(repo: PreparedRepo, task: Task, canaries: Canaries, template: Temp
         for c in kept:
             if c.path.endswith(".py") and c.new is not None and not spec.tests.is_test_file(c.path):
                 own = _pristine(repo, task, template, c.path)
-                changed[c.path] = defined_names(own) if own is not None else {"code": []}
+                changed[c.path] = kept_defined_names(own) if own is not None else {"code": []}
         out["values"] = {"f2p": list(task.FAIL_TO_PASS), "changed": changed}
     return out
 
