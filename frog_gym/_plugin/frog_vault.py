@@ -124,7 +124,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     chain_, from_iterable, proxy_values = itertools.chain, itertools.chain.from_iterable, types.MappingProxyType.values
     zip_, eq_, getitem_, enumerate_ = zip, _operator.eq, _operator.getitem, enumerate
     first, second = _operator.itemgetter(0), _operator.itemgetter(1)
-    sealed = [(where, d, items, tuple_(k for k, _ in items), tuple_(v for _, v in items), [])
+    sealed = [(where, d, items, tuple_(map_(first, items)), tuple_(map_(second, items)), [])
               for where, d, items in sealed]
 
     def group(entries):
