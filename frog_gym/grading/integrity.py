@@ -51,7 +51,7 @@ import random
 import re
 import sys
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -408,12 +408,44 @@ def _fold(node: ast.AST, consts: dict[str, object], depth: int = 0) -> object:
     return None
 
 
+_BLOCKS = frozenset(("body", "orelse", "finalbody", "handlers", "cases"))
+"""The fields of a node that hold statements (an ``except`` clause's and a ``case``'s body one level further down)."""
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]", re.MULTILINE)
+
+
+def _walrus_possible(source: bytes) -> bool:
+    """Whether ``source`` may hold an assignment expression (``:=``): its bytes spell one, or its first two lines
+    declare an encoding (which may spell the characters otherwise)."""
+    return b":=" in source or bool(_COOKIE.search(b"".join(source.splitlines(keepends=True)[:2])))
+
+
+def _binding_nodes(tree: ast.AST, walrus: bool = True):
+    """The nodes of ``tree`` that may bind a module-level name for :class:`_Walk` (imports, assignments), in the order
+    ``ast.walk`` yields them, without visiting every expression: a statement only sits in a statement list of a
+    statement, an ``except`` clause or a ``case`` block, and those nodes are at the same depth, in the same order, in
+    a breadth-first walk of themselves alone as in a walk of every node. An assignment expression can sit in any
+    expression: with ``walrus`` (its source may hold one: :func:`_walrus_possible`) the tree is walked whole."""
+    if walrus:
+        yield from ast.walk(tree)
+        return
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        for field in node._fields:  # in the node's own field order, as ast.walk takes its children
+            if field in _BLOCKS:
+                block = getattr(node, field, None)
+                if type(block) is list:
+                    todo.extend(block)
+        yield node
+
+
 class _Walk(ast.NodeVisitor):
     """One pass over a module: every construct outside the allowlist, as :class:`_Hit` s."""
 
-    def __init__(self, path: str, tree: ast.Module, index: bool = True):
+    def __init__(self, path: str, tree: ast.Module, index: bool = True, walrus: bool = True):
         """The module's bindings (imports anywhere, names bound once to a literal); with ``index``, also each node's
-        parent and the calls, which the walk of a node needs (else :meth:`index` adds them per statement)."""
+        parent and the calls, which the walk of a node needs (else :meth:`index` adds them per statement).
+        ``walrus``: the source may hold an assignment expression (:func:`_binding_nodes`)."""
         self.own = _own(path)
         self.hits: list[_Hit] = []
         self.scope: list[str] = []
@@ -427,7 +459,7 @@ class _Walk(ast.NodeVisitor):
         assignments = []
         if index:
             self.index(tree)
-        for node in ast.walk(tree):
+        for node in _binding_nodes(tree, walrus):
             if isinstance(node, ast.Import):
                 for a in node.names:
                     self.imported.add(a.asname or a.name.split(".")[0])
@@ -904,7 +936,7 @@ def _analyse(path: str, source: bytes) -> tuple[Analysis | None, list | None]:
     except (SyntaxError, ValueError):
         return None, None
     spans = _spans(source, tree)
-    walk = _Walk(path, tree, index=spans is None)
+    walk = _Walk(path, tree, index=spans is None, walrus=_walrus_possible(source))
     if spans is None:
         walk.visit(tree)
         return (tuple(walk.hits), frozenset(_vocabulary(tree))), None
