@@ -19,7 +19,9 @@ parent does it once per file version: before forking, it rewrites the request's 
 read-only test mounts and compiles the package's modules (source in, code object out: nothing is executed,
 no symlink is followed out of ``/testbed``, and no process of a grade is alive then), keeping each code
 object with the exact bytes it was made from. The child's import system takes that code only for a file
-whose bytes are still exactly those, and makes anything else itself, as cold.
+whose bytes are still exactly those, and makes anything else itself, as cold. At the first request it also
+fills hypothesis's Unicode tables (:func:`_warm_tables`), from hypothesis's own cache files where the host's
+store keeps them, so that no child walks every code point again.
 """
 
 import ctypes
