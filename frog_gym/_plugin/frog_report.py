@@ -321,12 +321,13 @@ def pytest_sessionfinish(session, exitstatus, _audit=sys.audit):
     os.replace(tmp, path)
 
 
-def _known_seal():
-    """The seal and its code as the grading server's parent read them (``frog_seal.ahead``) when this process is
-    its child (its ``__main__``, where nothing but pytest has run since the fork), else None."""
+def _ahead(name):
+    """What the grading server's parent read before it forked (``SEAL_AHEAD``: the seal and its code,
+    ``frog_seal.ahead``; ``SLOTS_AHEAD``: the library functions in comparison slots, ``frog_vault.library_slots``)
+    when this process is its child (its ``__main__``, where nothing but pytest has run since the fork), else None."""
     main = sys.modules.get("__main__")
     if type(main) is type(sys) and vars(main).get("__file__") == "/frog/plugin/frog_server.py":
-        return vars(main).get("SEAL_AHEAD")
+        return vars(main).get(name)
     return None
 
 
@@ -337,4 +338,4 @@ if _graded:  # last: every hook is defined, and nothing of the package under tes
         "call": pytest_runtest_call, "made": pytest_runtest_makereport,
         "select": pytest_collection_modifyitems}, sys.modules[__name__],
         (globals(), vars(_key), vars(_guard_module), vars(_seal), vars(_vault)), _selection(), _seal.code_of,
-        _known_seal())
+        _ahead("SEAL_AHEAD"), _ahead("SLOTS_AHEAD"))

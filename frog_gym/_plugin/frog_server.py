@@ -317,9 +317,16 @@ ids from it where its own seal holds the very same objects (``frog_report._seale
 function's code again (an audit event each) in every grade."""
 
 
+SLOTS_AHEAD = None
+"""The library functions in comparison and format slots of every class alive here (``frog_vault.library_slots``): a
+child's vault takes them as judged (their verdict in ``lying_values`` reads nothing a grade can change but their
+code), instead of reading each one's code at its first walk."""
+
+
 def _seal_ahead():
-    global SEAL_AHEAD
+    global SEAL_AHEAD, SLOTS_AHEAD
     import frog_seal
+    import frog_vault
 
     try:
         import _pytest._argcomplete  # noqa: F401 (a child's pytest imports it before its plugins load)
@@ -328,8 +335,10 @@ def _seal_ahead():
 
     try:
         SEAL_AHEAD = frog_seal.ahead()
+        SLOTS_AHEAD = frog_vault.library_slots(TESTBED)
     finally:
-        sys.modules.pop("frog_seal", None)  # a child's plugin loads its own copy, never through sys.modules
+        for name in ("frog_seal", "frog_vault"):  # a child's plugin loads its own copies, never through sys.modules
+            sys.modules.pop(name, None)
 
 
 def main():

@@ -21,10 +21,48 @@ _BEHAVIOUR_SLOTS = (
 """frog_gym.grading.integrity.BEHAVIOUR_SLOTS (the report plugin imports nothing of frog_gym; a test keeps the two equal)."""
 
 
+def library_slots(root):
+    """The functions that the classes alive now hold in a comparison or format slot (:data:`_BEHAVIOUR_SLOTS`, through
+    a method, static or class method, partial or property, as ``lying_values`` unwraps them) with code of a file
+    outside ``root`` (the repository), generated code (``<...>``) left out. Read by a grading server's parent, where no
+    code of a package under test ever ran: a child's vault takes them as judged (``fine``), instead of reading each
+    one's code again at its first walk (an audit event each)."""
+    import functools
+    import types
+
+    slots, out, seen, todo = frozenset(_BEHAVIOUR_SLOTS), [], set(), [object]
+    prefix = root.rstrip("/") + "/"
+    dict_of = type.__dict__["__dict__"].__get__
+    while todo:
+        for cls in type.__subclasses__(todo.pop()):
+            if id(cls) in seen:
+                continue
+            seen.add(id(cls))
+            todo.append(cls)
+            for k, v in list(dict_of(cls).items()):
+                if type(k) is not str or k not in slots:
+                    continue
+                for _ in range(8):
+                    t = type(v)
+                    if t is staticmethod or t is classmethod or t is types.MethodType:
+                        v = v.__func__
+                    elif t is functools.partial:
+                        v = v.func
+                    elif t is property:
+                        v = v.fget
+                    else:
+                        break
+                if type(v) is types.FunctionType:
+                    name = v.__code__.co_filename
+                    if type(name) is str and not name.startswith(("<", prefix)):
+                        out.append(v)
+    return tuple(out)
+
+
 # -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
 
 def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_hooks, ours, plugin, own,
-               select, code_of, known=None):
+               select, code_of, known=None, fine=None):
     """Keep a graded run's outcomes, the guard's and seal's findings, and the key (inside an HMAC object), where
     code under test can't reach them: in the suspended frame of a generator that only an audit hook (PEP 578)
     resumes. Nothing in Python refers to an installed audit hook, and the ways to find one anyway (the garbage
@@ -53,7 +91,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     ``frog_seal.make_seal``'s snapshot, ``hot_modules`` and ``hot_hooks`` the parts of it a report passes through;
     ``flags``: what the guard found before the vault existed; ``guard``: the guard's configuration (or None);
     ``select``: the selection, for its canaries; ``code_of``: ``frog_seal.code_of``; ``known``: the seal and its
-    code as the grading server's parent read them (``frog_seal.ahead``), or None."""
+    code as the grading server's parent read them (``frog_seal.ahead``), or None; ``fine``: the library functions
+    the grading server's parent found in comparison and format slots (:func:`library_slots`), or None."""
     import _hashlib
     import _json
     import _operator
@@ -597,6 +636,13 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         return heap
 
     fine_before = {}  # id -> function of a file's code that lying_values found fine (held, so that ids stay theirs)
+    # those the grading server's parent found, before any code of a package ran, with code of files outside the
+    # repository: the verdict lying_values would give them (not the package's) read no state a grade can change
+    # but their code, and a __code__ set after the vault opened is marked in ``recoded`` (judged afresh)
+    if type_(fine) is tuple_:
+        for f in fine:
+            if type_(f) is FunctionType:
+                fine_before[ident(f)] = f
     # The classes, their namespaces' sizes and names as the last lying_values found them, when it found nothing and
     # judged every slot's value by a verdict kept until a function's __code__ is set (``fine_before``, none of them
     # a function whose __code__ was set before): [the classes' ids, sizes, names, the classes that had a slot's name
