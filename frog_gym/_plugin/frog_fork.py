@@ -244,35 +244,44 @@ def _name(kind, path, data):
     return h.hexdigest()
 
 
+def kept(names, requests):
+    """What the host's store keeps under ``names`` (:func:`_name`), unmarshalled: one ``{"need": [...]}`` line, whose
+    answer (``{"code": {name: base64 marshal}}``) is the next line of ``requests``. A copy that does not load is left
+    out (its caller makes it again). The host's copies came from parents like this one, over this pipe, which no
+    child can write to (a child's stdio are its own, and this process is not dumpable)."""
+    import base64
+    import marshal
+
+    say({"need": list(names)})
+    got = (next(requests, None) or {}).get("code") or {}
+    out = {}
+    for name in names:
+        if isinstance(got.get(name), str):
+            try:
+                out[name] = marshal.loads(base64.b64decode(got[name]))
+            except Exception:  # noqa: BLE001 (a damaged copy: made again by the caller)
+                pass
+    return out
+
+
 def code_ahead(wanted, requests, store):
     """Fill the parent's code caches for one request, before any child of it is forked. ``wanted``: (cache, path,
     source bytes, make, kind, keep) for each file; a file whose bytes the cache already holds is done. With ``store``
     (the host keeps code on disk), the parent names each other file marked ``keep`` (:func:`_name`), asks the host
-    for what it kept under those names (one ``{"need": [...]}`` line; the answer, ``{"code": {name: base64
-    marshal}}``, is the next line of ``requests``) and makes only the rest. The host's copies came from parents like
-    this one, over this pipe, which no child can write to (a child's stdio are its own, and this process is not
-    dumpable); a copy that does not load as code is made again. Returns (how many code objects were made, {name:
+    for what it kept under those names (:func:`kept`) and makes only the rest; a copy that does not load as code is
+    made again. Returns (how many code objects were made, {name:
     [path, base64 marshal]} of those made for files marked ``keep``, for the host to keep)."""
     import base64
     import marshal
 
     todo = [w for w in wanted if not (w[1] in w[0] and w[0][w[1]][0] == w[2])]
     names = [_name(kind, path, data) if store and keep else None for _, path, data, _, kind, keep in todo]
-    got = {}
-    if any(names):
-        say({"need": [n for n in names if n]})
-        answer = next(requests, None) or {}
-        got = answer.get("code") or {}
+    got = kept([n for n in names if n], requests) if any(names) else {}
     made, new = 0, {}
     for (cache, path, data, make, _, _), name in zip(todo, names):
-        code = None
-        if name and isinstance(got.get(name), str):
-            try:
-                code = marshal.loads(base64.b64decode(got[name]))
-            except Exception:  # noqa: BLE001 (a damaged copy: made again below)
-                code = None
-            if type(code) is not type(_name.__code__):
-                code = None
+        code = got.get(name) if name else None
+        if type(code) is not type(_name.__code__):
+            code = None
         if code is None:
             try:
                 code = make(data, path)

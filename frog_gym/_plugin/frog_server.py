@@ -33,7 +33,7 @@ import sys
 import time
 
 from frog_fork import code_ahead, compiled as _compiled, lines as _lines, say as _say
-from frog_fork import _name, fork_run, source as _source, stdio_to, use_compiled
+from frog_fork import _name, fork_run, kept as _kept, source as _source, stdio_to, use_compiled
 
 TESTBED = "/testbed"
 PLUGIN = "/frog/plugin"
@@ -211,8 +211,8 @@ def _warm_tables(requests, store):
 
     hypothesis keeps them on disk itself, under its storage folder (``.hypothesis/unicode_data``), as a developer's
     runs find them; a grade's tree never keeps that folder. So, with ``store``, the host keeps hypothesis's own files
-    of them as it keeps code (:func:`frog_fork._name`: one name for hypothesis's version, the Unicode data's and the
-    interpreter's, asked for in one ``need`` line): a parent that finds them there puts them in a scratch storage
+    of them as it keeps code (:func:`frog_fork.kept`, under one name for hypothesis's version, the Unicode data's and
+    the interpreter's): a parent that finds them there puts them in a scratch storage
     folder and lets hypothesis read them, instead of walking every code point. Only a parent (no child can write to
     its pipe) makes what the host keeps. hypothesis's storage is left unchosen afterwards, so a child's is its
     working folder's, as cold. Returns what the host may keep ({name: [label, base64 marshal]})."""
@@ -230,16 +230,9 @@ def _warm_tables(requests, store):
     version = getattr(sys.modules.get("hypothesis.version"), "__version__", "")
     what = f"{version}\0{unicodedata.unidata_version}\0{sys.maxunicode}".encode()
     name = _name("hypothesis unicode tables", str(getattr(charmap, "__file__", "")), what) if store else None
-    kept = {}
-    if name:
-        _say({"need": [name]})
-        got = (next(requests, None) or {}).get("code") or {}
-        try:
-            kept = marshal.loads(base64.b64decode(got[name])) if isinstance(got.get(name), str) else {}
-        except Exception:  # noqa: BLE001 (a damaged copy: made again below)
-            kept = {}
-        if type(kept) is not dict or not all(type(k) is str and type(v) is bytes for k, v in kept.items()):
-            kept = {}
+    kept = _kept([name], requests).get(name, {}) if name else {}
+    if type(kept) is not dict or not all(type(k) is str and type(v) is bytes for k, v in kept.items()):
+        kept = {}  # a damaged copy: made again below
     home = tempfile.mkdtemp(prefix="frog-tables-")
     try:
         for rel, data in kept.items():
@@ -380,19 +373,17 @@ def main():
     _seal_ahead()
     gc.freeze()
     requests = _lines()
-    tables = None
+    warmed = False
     for req in requests:
         if not _protected(req["protect"]):
             _say({"error": "a protected test path is no longer a read-only mount"})
             return
         start = time.monotonic()
-        if tables is None:  # at the first request: the host's store answers the parent from there on
-            tables = _warm_tables(requests, req.get("store"))
-            new_tables, tables = tables, {}
-        else:
-            new_tables = {}
+        tables = {}
+        if not warmed:  # at the first request: the host's store answers the parent from there on
+            tables, warmed = _warm_tables(requests, req.get("store")), True
         made, new = _code_ahead(req, requests)
-        new.update(new_tables)
+        new.update(tables)
         try:
             canaries = _canary_code(req)
         except Exception:  # noqa: BLE001 (the child rewrites the whole file instead, as cold)
