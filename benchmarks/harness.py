@@ -221,6 +221,7 @@ def warm_up(task_ids: list[str], impact: bool = False) -> None:
             if (template.root / path).is_file() and pristine is not None:
                 integrity.keep_analysis(path, (template.root / path).read_bytes())
                 integrity.keep_analysis(path, pristine)
+                integrity.kept_defined_names(pristine)  # the vault's list of what it defines (guard_for)
         if task.repo not in seen:
             seen.add(task.repo)
             if impact:
@@ -228,6 +229,24 @@ def warm_up(task_ids: list[str], impact: bool = False) -> None:
 
                 coverage_map.build(repo)
             grading_server.preload_list(repo, template, grading_server._owned_modules(repo.tree, repo.spec.install.import_paths))
+
+
+def _run_side(meter: CpuMeter, side: str, ids: list[str], impact: bool, root: Path | None = None,
+              label: str | None = None) -> tuple[float, float, dict[str, Any]]:
+    """One side's episodes in a fresh process (``FROG_GYM_GRADE_SERVER`` 0 for cold, 1 for warm), importing the
+    frog_gym of checkout ``root`` (default: this one's, as installed): its CPU (every descendant), wall time and
+    what it printed."""
+    env = {**os.environ, "FROG_GYM_GRADE_SERVER": "0" if side == "cold" else "1"}
+    script = Path(__file__).resolve()
+    if root is not None:
+        env["PYTHONPATH"], script = str(root), root / "benchmarks" / "harness.py"
+    before, t = meter.read(), time.monotonic()
+    out = subprocess.run([sys.executable, str(script), "--side", side, "--ids", ",".join(ids),
+                          *(["--impact"] if impact else [])], env=env, cwd=root, capture_output=True, text=True)
+    wall, cpu = time.monotonic() - t, meter.read() - before
+    if out.returncode != 0:
+        raise SystemExit(f"the {label or side} side failed:\n{out.stderr[-3000:]}")
+    return cpu, wall, json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def against(other: Path, ids: list[str], rounds: int, impact: bool) -> None:
@@ -242,14 +261,7 @@ def against(other: Path, ids: list[str], rounds: int, impact: bool) -> None:
     cpu: dict[str, list[float]] = {"other": [], "this": []}
     for rnd in range(rounds):
         for label, root in (("other", other), ("this", here)):
-            env = {**os.environ, "FROG_GYM_GRADE_SERVER": "1", "PYTHONPATH": str(root)}
-            before = meter.read()
-            out = subprocess.run([sys.executable, str(root / "benchmarks" / "harness.py"), "--side", "warm",
-                                  "--ids", ",".join(ids), *(["--impact"] if impact else [])], env=env, cwd=root,
-                                  capture_output=True, text=True)
-            if out.returncode != 0:
-                raise SystemExit(f"the {label} side failed:\n{out.stderr[-3000:]}")
-            cpu[label].append(meter.read() - before)
+            cpu[label].append(_run_side(meter, "warm", ids, impact, root, label)[0])
             print(f"round {rnd + 1} {label:5}: CPU {cpu[label][-1]:6.2f} s (load {os.getloadavg()[0]:.1f})", flush=True)
     mean = {k: sum(v) / len(v) for k, v in cpu.items()}
     print(f"mean warm CPU: other {mean['other']:.2f} s, this {mean['this']:.2f} s: this / other "
@@ -287,17 +299,7 @@ def main() -> None:
     results: dict[str, list[tuple[float, float, int]]] = {"cold": [], "warm": []}
     for rnd in range(args.rounds):
         for side in ("cold", "warm"):
-            env = {**os.environ, "FROG_GYM_GRADE_SERVER": "0" if side == "cold" else "1"}
-            before = meter.read()
-            t = time.monotonic()
-            out = subprocess.run([sys.executable, __file__, "--side", side, "--ids", ",".join(ids * args.epochs),
-                                  *(["--impact"] if args.impact else [])], env=env,
-                                 capture_output=True, text=True)
-            wall = time.monotonic() - t
-            cpu = meter.read() - before
-            if out.returncode != 0:
-                raise SystemExit(f"the {side} side failed:\n{out.stderr[-3000:]}")
-            got = json.loads(out.stdout.strip().splitlines()[-1])
+            cpu, wall, got = _run_side(meter, side, ids * args.epochs, args.impact)
             for line in got["unresolved"]:  # the oracle resolves every task; anything else is printed, not hidden
                 print(f"  {side}: not resolved: {line}")
             results[side].append((cpu, wall, got["episodes"]))

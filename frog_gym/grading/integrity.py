@@ -431,11 +431,9 @@ def _binding_nodes(tree: ast.AST, walrus: bool = True):
     todo = deque([tree])
     while todo:
         node = todo.popleft()
-        for field in node._fields:  # in the node's own field order, as ast.walk takes its children
-            if field in _BLOCKS:
-                block = getattr(node, field, None)
-                if type(block) is list:
-                    todo.extend(block)
+        for name in node._fields:  # in the node's own field order, as ast.walk takes its children
+            if name in _BLOCKS and type(block := getattr(node, name, None)) is list:
+                todo.extend(block)
         yield node
 
 
@@ -1060,10 +1058,8 @@ def _keep(f, d: dict) -> None:
 
 def keep_analysis(path: str, source: bytes) -> None:
     """Analyse a file no agent wrote (a task's starting file, the repository's own) and keep the result on disk
-    for every later process (what a grade does on its first visit of a task), with what it defines
-    (:func:`kept_defined_names`)."""
+    for every later process (what a grade does on its first visit of a task)."""
     _kept_analysis(path, source)
-    _kept_defined_code(source)
 
 
 def tampering(path: str, old: bytes | None, new: bytes, pristine: bytes | None = None) -> list[str]:
