@@ -96,6 +96,22 @@ def install(config, found):
     # recorded, so the fork is refused when they make it (a plain os.fork stays allowed: the child keeps the hook)
     spawners = frozenset((os._spawnvef.__code__, pty.spawn.__code__))
     pytest_dir = _package_dir("_pytest")
+    # The two readers of cached bytecode, and the trees whose bytecode they may read: pytest's (a rewritten test
+    # module's, ``_read_pyc``) and the import system's (a source module's, ``SourceLoader.get_code`` through
+    # ``FileLoader.get_data``; a sourceless module's read is no cache and stays allowed). A graded run writes no
+    # bytecode, so the only bytecode there is the interpreter's and the environment's, on read-only mounts; any other
+    # was planted (``sys.pycache_prefix`` pointed at a folder the package writes, and a file carrying a source's size
+    # and time): code of the package's under a test file's or a library's name. Refused quietly, as a missing file:
+    # the loader compiles the source, as the run would have.
+    import _frozen_importlib_external as _external
+
+    rewrite = sys.modules.get("_pytest.assertion.rewrite")
+    read_pyc = getattr(getattr(rewrite, "_read_pyc", None), "__code__", None)
+    get_data, get_code = _external.FileLoader.get_data.__code__, _external.SourceLoader.get_code.__code__
+    realpath = os.path.realpath
+    bytecode_trees = tuple(sorted({realpath(p).rstrip("/") + "/" for p in (sys.base_prefix, sys.base_exec_prefix,
+                                                                            sys.prefix, sys.exec_prefix) if p}))
+    FileNotFoundError_ = FileNotFoundError
     getframe, fsdecode, basename, hits, audit = sys._getframe, os.fsdecode, os.path.basename, found, sys.audit
     # Everything the hook reads is bound here, never looked up in this module's globals when it runs: the module is
     # one ``__globals__`` away, and a package that rebinds its event list, a builtin or ``os`` would switch the
@@ -255,6 +271,11 @@ def install(config, found):
                                   f"({name_of(type_(args[0]))}, a path-like of its own class)", "read")
                 return
             last = basename(what.rstrip("/"))
+            if last.endswith(".pyc") and event == "open":
+                f = caller()
+                if f is not None and (f.f_code is read_pyc or f.f_code is get_data and f.f_back is not None and
+                                      f.f_back.f_code is get_code) and not realpath(what).startswith(bytecode_trees):
+                    raise FileNotFoundError_(2, "a graded run reads no bytecode it did not ship with", what)
             if last in memory:
                 # a relative name may hang off a descriptor of /proc/self: refused wherever it would resolve; so is
                 # any frame's attempt (a callback the package left would run on a test's frames)
