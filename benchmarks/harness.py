@@ -84,6 +84,10 @@ a killed test run left behind was stopped (target 2x: not met). ``--against`` th
 ``--rounds 3``: after the tables and the kept definitions, warm CPU 17.69 -> 15.93 s (0.900); on the final tree
 18.07 -> 16.74 s (0.927, load 1.7-2.1): the machine's speed moved by a tenth over the session.
 
+Session 21, another machine (cold 40-45 s against 32-36 s before; load 0.5-1.6), ``--rounds 2``: at the start (fa7c905)
+2.00x (cold 42.3 / 41.7, warm 21.6 / 20.3), 1.92x (40.5 / 40.5, 20.4 / 21.8) and 1.94x (42.2 / 41.4, 21.5 / 21.7);
+on the final tree (the guard also refusing planted bytecode) 1.97x (42.0 / 44.7, 21.5 / 22.4). Target 2x: not met.
+
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
     python benchmarks/harness.py --side warm --ids ID,ID     # one side, as the rotation runs it
