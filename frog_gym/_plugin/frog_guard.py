@@ -23,7 +23,9 @@ _GUARDED_EVENTS = frozenset((
     # how the guard reaches the processes a test starts (sitecustomize.py)
     "os.putenv", "os.unsetenv",
     # an audit hook of the package's would run inside the report vault (which raises events itself)
-    "sys.addaudithook", "frog.vault.open"))
+    "sys.addaudithook", "frog.vault.open",
+    # code run as a test module (pytest's import hook execs each one's code)
+    "exec"))
 _INHERITED = frozenset(("FROG_GUARD_ROOT", "FROG_SELECT", "PYTHONPATH", "PYTHONHOME"))
 _INTROSPECTION = {
     "gc.get_objects": "searched the garbage collector's objects", "gc.get_referrers": "searched the garbage "
@@ -36,6 +38,7 @@ _MEMORY = frozenset(("mem", "maps", "smaps", "smaps_rollup", "pagemap", "numa_ma
 """The files of ``/proc/<pid>`` (``self``, ``thread-self``, ``task/<tid>``) that read or write a process's memory or say
 where it lies: the key and every outcome are in this process's memory."""
 _NOT_FOR_IT = {"read": "the tests it is graded by are not for it to read",
+               "tests": "the tests it is graded by are pytest's to run, as they are",
                "memory": "the test process's memory is not for it to read or write",
                "start": "code under test may not start a process at grading, nor reach the guard"}
 
@@ -54,8 +57,89 @@ def _package_dir(name):
     return "\0"
 
 
-def install(config, found):
-    """Install the guard for ``config`` (the selection's ``"guard"``); each refusal is appended to ``found``."""
+def test_code(files, parent_code=None, canary_code=None):
+    """What pytest runs of each test file it runs (``files``, relative to the working folder) and of each
+    ``conftest.py`` on the way to one: {absolute path: frozenset of (name, first line, bytecode) of its code and all
+    code nested in it}, read-only. Made before any code under test runs: the asserts rewritten by pytest's own
+    function, as its import hook rewrites them, or taken from the grading server's parent's code (``parent_code``:
+    path -> (source bytes, code); ``canary_code``: (path, source bytes, code) of the canaries appended to their
+    file) where the file's bytes are what the parent made it of. A file that pytest does not rewrite
+    (``PYTEST_DONT_REWRITE``) is left out (the import system's compilation is read where needed). Returns that, and
+    {absolute path: (source bytes, code)} of the code made here (pytest then runs that code: :func:`use_test_code`)."""
+    import types
+
+    root = os.getcwd()
+    rewrite = sys.modules.get("_pytest.assertion.rewrite")
+    rewrite_asserts = getattr(rewrite, "rewrite_asserts", None)
+    parent_code = parent_code if type(parent_code) is dict else {}
+    canary_code = canary_code if type(canary_code) is tuple and len(canary_code) == 3 else None
+    paths = set()
+    for rel in files:
+        parts = str(rel).strip("/").split("/")
+        paths.update(os.path.join(root, *parts[:i], "conftest.py") for i in range(len(parts)))
+        paths.add(os.path.join(root, *parts))
+    out, made_here = {}, {}
+    for path in sorted(paths):
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        made = parent_code.get(path)
+        codes = None
+        if type(made) is tuple and len(made) == 2 and type(made[1]) is types.CodeType:
+            if made[0] == data:
+                codes = [made[1]]
+            elif canary_code is not None and canary_code[0] == path and data == made[0] + canary_code[1] and \
+                    type(canary_code[2]) is types.CodeType:
+                codes = [made[1], canary_code[2]]
+        if codes is None and rewrite_asserts is not None and b"PYTEST_DONT_REWRITE" not in data:
+            try:
+                tree = compile(data, path, "exec", 0x400, True)  # ast.PyCF_ONLY_AST
+                rewrite_asserts(tree, data, path, None)
+                codes = [compile(tree, path, "exec", 0, True)]
+                made_here[path] = (data, codes[0])
+            except (ValueError, SyntaxError, TypeError):
+                codes = None
+        if codes is not None:
+            out[path] = code_keys(codes)
+    return types.MappingProxyType(out), made_here
+
+
+def use_test_code(made):
+    """Let pytest's import hook take the code :func:`test_code` made of a test module or conftest (``made``: path ->
+    (source bytes, code)) where the file's bytes are still those, instead of rewriting it a second time (what a warm
+    grading server's child does with its parent's code: ``frog_server._use_code``). pytest makes the same code of
+    the same bytes: its asserts rewritten without the run's config, taken only where the config would not rewrite
+    otherwise (no assertion pass hook)."""
+    from _pytest.assertion import rewrite
+
+    own = rewrite._rewrite_test
+
+    def _rewrite_test(fn, config, _made=made, _own=own, _stat=os.stat, _str=str):
+        hit = _made.get(_str(fn))
+        if hit is not None and (config is None or not config.getini("enable_assertion_pass_hook")):
+            st = _stat(fn)
+            if fn.read_bytes() == hit[0]:
+                return st, hit[1]
+        return _own(fn, config)
+
+    rewrite._rewrite_test = _rewrite_test
+
+
+def code_keys(todo):
+    """frozenset of (name, first line, bytecode) of the code objects ``todo`` and of all code nested in them."""
+    found, todo, code_type = set(), list(todo), type(code_keys.__code__)
+    while todo:
+        c = todo.pop()
+        found.add((c.co_name, c.co_firstlineno, c.co_code))
+        todo.extend(k for k in c.co_consts if type(k) is code_type)
+    return frozenset(found)
+
+
+def install(config, found, pytests_code=None):
+    """Install the guard for ``config`` (the selection's ``"guard"``); each refusal is appended to ``found``.
+    ``pytests_code``: :func:`test_code`'s, for the test process (a process a test starts compiles what it needs)."""
     import inspect
     import pty
     import traceback
@@ -112,6 +196,81 @@ def install(config, found):
     bytecode_trees = tuple(sorted({realpath(p).rstrip("/") + "/" for p in (sys.base_prefix, sys.base_exec_prefix,
                                                                             sys.prefix, sys.exec_prefix) if p}))
     FileNotFoundError_ = FileNotFoundError
+    # A frame whose code names a test file pytest runs (``pytests_code``: its conftests too) counts as the tests' own
+    # only where that code is what pytest runs of the file, or a library's function made to pass for a test (see
+    # tests_own). Any other code under such a file's name (``compile(src, "/testbed/test_x.py", "exec")``, or
+    # hypothesis's @given wrapper, compiled from a string and given its test's file and line) is no one's: the frames
+    # further out decide, so the package's frame that called it is found. (Any other file of the test folders is
+    # taken at its word, as before: see the README's residuals.)
+    import types
+
+    pytests_code = pytests_code if type(pytests_code) is types.MappingProxyType else types.MappingProxyType({})
+    compiled_library, compiled_plain, compile_, open_, code_keys_, frozenset_ = {}, {}, compile, open, code_keys, \
+        frozenset
+    dict_items = dict.items
+    ident, SyntaxError_ = object.__hash__, SyntaxError  # (object.__hash__: an identity without a builtins.id event)
+    modules, module_type, module_dict = sys.modules, type(sys), type(sys).__dict__["__dict__"].__get__
+    import _thread
+
+    get_ident, own_reads = _thread.get_ident, []
+    code_type_, id_of = type(_package_dir.__code__), object.__hash__
+    made_names = {id_of(keys): path.removeprefix(root) for path, keys in pytests_code.items()}
+    judged_test_code = {}  # id -> (code, verdict): held, so that ids stay theirs
+
+    def plain_code(fn):
+        """What the import system compiles of the file ``fn``: its keys (:func:`code_keys`), read once."""
+        keys = compiled_plain.get(fn)
+        if keys is None:
+            own_reads.append(get_ident())  # this thread's own read of the file: no event of it is judged
+            try:
+                with open_(fn, "rb") as src:
+                    keys = code_keys_([compile_(src.read(), fn, "exec", 0, True)])
+            except (OSError_, ValueError_, SyntaxError_):
+                keys = frozenset_()
+            finally:
+                own_reads.pop()
+            compiled_plain[fn] = keys
+        return keys
+
+    def tests_own(f, frame_code, fn):
+        """Whether the frame ``f`` (of ``frame_code``, which names the test file ``fn``) is that file's own: code
+        pytest runs of it, or a library's function that takes a test's file name and first line (hypothesis's
+        ``@given`` wrapper): its globals a library module's, whose source has a function of its name and bytecode."""
+        made = pytests_code.get(fn)
+        if made is None:
+            return True
+        i = ident(frame_code)
+        hit = judged_test_code.get(i)
+        if hit is not None and hit[0] is frame_code:
+            return hit[1]
+        name = frame_code.co_name
+        name = name if type_(name) is str_ else "".join((name,))
+        code = bytes_copy(frame_code.co_code, slice_(None))
+        verdict = (name, frame_code.co_firstlineno, code) in made or \
+            (name, frame_code.co_firstlineno, code) in plain_code(fn)
+        if not verdict:
+            namespace, owner = f.f_globals, None
+            for m in list_(modules.values()):
+                if type_(m) is module_type and module_dict(m) is namespace:
+                    owner = [v for k, v in dict_items(namespace) if type_(k) is str_ and k == "__file__"][:1]
+                    break
+            lib = owner[0] if owner and type_(owner[0]) is str_ and not owner[0].startswith(root) else None
+            if lib is not None:
+                keys = compiled_library.get(lib)
+                if keys is None:
+                    own_reads.append(get_ident())  # this thread's own read of the file: no event of it is judged
+                    try:
+                        with open_(lib, "rb") as src:
+                            keys = frozenset_((n, c) for n, _, c in code_keys_([compile_(src.read(), lib, "exec", 0,
+                                                                                           True)]))
+                    except (OSError_, ValueError_, SyntaxError_):
+                        keys = frozenset_()
+                    finally:
+                        own_reads.pop()
+                    compiled_library[lib] = keys
+                verdict = (name, code) in keys
+        judged_test_code[i] = (frame_code, verdict)
+        return verdict
     getframe, fsdecode, basename, hits, audit = sys._getframe, os.fsdecode, os.path.basename, found, sys.audit
     # Everything the hook reads is bound here, never looked up in this module's globals when it runs: the module is
     # one ``__globals__`` away, and a package that rebinds its event list, a builtin or ``os`` would switch the
@@ -153,7 +312,10 @@ def install(config, found):
             if fn.startswith(root):
                 rel = fn[len_(root):]
                 if rel in files or under(rel, tests):
-                    return False
+                    if tests_own(f, frame_code, fn):
+                        return False
+                    # code that only claims a test file's name (hypothesis's @given wrapper, compiled from a string,
+                    # or the package's) is no one's: the frames further out decide
                 if reading and rel in own_readers:
                     mediated = True
                 elif under(rel, code):
@@ -222,7 +384,7 @@ def install(config, found):
     keeper = []
 
     def hook(event, args):
-        if event not in guarded:
+        if event not in guarded or own_reads and own_reads[-1] == get_ident():
             return
         kind = "start"
         if event == "import":
@@ -233,6 +395,22 @@ def install(config, found):
             # refused whoever asks: it is never imported twice unless code removed it from sys.modules, and a
             # fresh copy would hold the unwrapped call for everyone after
             raise refusal("imported _posixsubprocess afresh (it starts processes without an audit event)", kind)
+        elif event == "exec":
+            # Code naming a test file the run runs (or a conftest on the way) must be code pytest runs of it, whoever
+            # runs it: a test module handed to pytest's import hook by a rewrite function swapped in and out, put in
+            # a grading server's cache, or a function compiled under a test file's name and run, is the package's.
+            code = args[0] if args else None
+            if type_(code) is not code_type_:
+                return
+            fn = code.co_filename
+            fn = fn if type_(fn) is str_ else "".join((fn,))
+            made = pytests_code.get(fn)
+            if made is None:
+                return
+            keys = code_keys_([code])
+            if keys <= made or keys <= plain_code(fn):  # (a test package's __init__.py is imported, not rewritten)
+                return
+            raise refusal(f"ran code of its own as {made_names.get(id_of(made), 'a test file')}", "tests")
         elif event == "object.__getattr__":
             if not keeper or not args or args[0] is not keeper[0]:
                 return

@@ -107,12 +107,41 @@ def _guard_config():
     return chosen.get("guard") if isinstance(chosen, dict) else None
 
 
+def _ahead(name):
+    """What the grading server's parent read or made before it forked (``SEAL_AHEAD``: the seal and its code,
+    ``frog_seal.ahead``; ``SLOTS_AHEAD``: the library functions in comparison slots, ``frog_vault.library_slots``;
+    ``_REWRITTEN`` and ``CANARY_CODE``: the test modules' and the canaries' code)
+    when this process is its child (its ``__main__``, where nothing but pytest has run since the fork), else None."""
+    main = sys.modules.get("__main__")
+    if type(main) is type(sys) and vars(main).get("__file__") == "/frog/plugin/frog_server.py":
+        return vars(main).get(name)
+    return None
+
+
+def _test_files():
+    """The test files a graded run runs (its selected ids' and canaries'), and those the guard guards."""
+    chosen = _selection()
+    if isinstance(chosen, dict):
+        ids = [*chosen.get("ids", ()), *chosen.get("canaries", ())]
+    else:
+        ids = chosen if isinstance(chosen, list) else []
+    return sorted({str(t).split("::", 1)[0] for t in ids} | {str(f) for f in (_guard_config() or {}).get("files", ())})
+
+
+# what pytest runs of each test file the run runs and of each conftest on the way, made before any code under test runs
+# (and what pytest then runs, where it was made here: a grading server's child runs its parent's)
+_test_code = None
+if _graded:
+    _test_code, _made_here = _guard_module.test_code(_test_files(), _ahead("_REWRITTEN"), _ahead("CANARY_CODE"))
+    if _made_here:
+        _guard_module.use_test_code(_made_here)
+    del _made_here
 _guard_hits = []
 _guard = _guard_config()
 if _guard:
     if not _graded:  # a process a test started (sitecustomize.py), or an ungraded run with a guard
         _guard_module = _sibling("frog_guard")
-    _guard_module.install(_guard, _guard_hits)
+    _guard_module.install(_guard, _guard_hits, _test_code)
 
 _selected = None
 _wanted = None
@@ -321,16 +350,6 @@ def pytest_sessionfinish(session, exitstatus, _audit=sys.audit):
     os.replace(tmp, path)
 
 
-def _ahead(name):
-    """What the grading server's parent read before it forked (``SEAL_AHEAD``: the seal and its code,
-    ``frog_seal.ahead``; ``SLOTS_AHEAD``: the library functions in comparison slots, ``frog_vault.library_slots``)
-    when this process is its child (its ``__main__``, where nothing but pytest has run since the fork), else None."""
-    main = sys.modules.get("__main__")
-    if type(main) is type(sys) and vars(main).get("__file__") == "/frog/plugin/frog_server.py":
-        return vars(main).get(name)
-    return None
-
-
 if _graded:  # last: every hook is defined, and nothing of the package under test has run yet
     _vault.open_vault(_fifo, _key.read_exactly, _guard, _guard_hits, _seal.make_seal(), _seal.HOT, _seal.HOT_HOOKS, {
         "configure": pytest_configure, "start": pytest_runtest_logstart, "record": pytest_runtest_logreport,
@@ -338,4 +357,4 @@ if _graded:  # last: every hook is defined, and nothing of the package under tes
         "call": pytest_runtest_call, "made": pytest_runtest_makereport,
         "select": pytest_collection_modifyitems}, sys.modules[__name__],
         (globals(), vars(_key), vars(_guard_module), vars(_seal), vars(_vault)), _selection(), _seal.code_of,
-        _ahead("SEAL_AHEAD"), _ahead("SLOTS_AHEAD"))
+        _ahead("SEAL_AHEAD"), _ahead("SLOTS_AHEAD"), _test_code)

@@ -276,8 +276,15 @@ def _as_if_imported_here():
         vars(conf)["__hypothesis_home_directory_default"] = Path(TESTBED) / ".hypothesis"
 
 
+CANARY_CODE = None
+"""This child's canaries: (path, source bytes, code), as ``_canary_code`` made them (the report plugin's vault reads it
+before any code under test runs, with ``_REWRITTEN``: what pytest runs of each test module)."""
+
+
 def _child(req, pytest, canaries):
     """Become ``python -m pytest <args>`` run in /testbed, and run it (never returns)."""
+    global CANARY_CODE
+    CANARY_CODE = canaries
     os.setsid()
     stdio_to("/frog/out/log.txt")
     _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)

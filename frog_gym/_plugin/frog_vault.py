@@ -62,7 +62,7 @@ def library_slots(root):
 # -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
 
 def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_hooks, ours, plugin, own,
-               select, code_of, known=None, fine=None):
+               select, code_of, known=None, fine=None, ahead_code=None):
     """Keep a graded run's outcomes, the guard's and seal's findings, and the key (inside an HMAC object), where
     code under test can't reach them: in the suspended frame of a generator that only an audit hook (PEP 578)
     resumes. Nothing in Python refers to an installed audit hook, and the ways to find one anyway (the garbage
@@ -92,7 +92,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     ``flags``: what the guard found before the vault existed; ``guard``: the guard's configuration (or None);
     ``select``: the selection, for its canaries; ``code_of``: ``frog_seal.code_of``; ``known``: the seal and its
     code as the grading server's parent read them (``frog_seal.ahead``), or None; ``fine``: the library functions
-    the grading server's parent found in comparison and format slots (:func:`library_slots`), or None."""
+    the grading server's parent found in comparison and format slots (:func:`library_slots`), or None;
+    ``ahead_code``: what pytest runs of each graded test file and conftest (``frog_guard.test_code``), or None."""
     import _hashlib
     import _json
     import _operator
@@ -369,8 +370,11 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
             code = value.__code__
             name = text_of(code.co_filename)
             verdict = package_code(name, value.__globals__) or not (
-                ident(code) in sealed_code or name.startswith("<") or under(name, (root,))
-                or library_function(value, code))  # a file's name is only a claim: its source must agree
+                ident(code) in sealed_code or name.startswith("<") or (
+                    library_function(value, code) if name in test_files or not under(name, (root,)) else True))
+            # (a file's name is only a claim: its source must agree. Of the repository's files outside the package,
+            # the test files pytest runs and their conftests are held to what pytest runs of them; any other is
+            # taken at its word: see the README's residuals. A test's own function is judged by made_by_tests.)
             judged[ident(value)] = (value, verdict)
             return verdict
         if depth < 2:
@@ -384,29 +388,84 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         return False
 
     judged = {}  # id -> (function, verdict) of the functions made() has judged (held, so that ids stay theirs)
+
+    def made_by_tests(value):
+        """made(), except that a function naming a file of the repository outside the package is taken at its word:
+        a test's function is often a library's wrapper that takes the test's file name (hypothesis's ``@given``
+        compiles one from a string and gives it the test's file and line), so a test module of the package's making
+        is caught where pytest runs it (the guard's ``exec`` check), not here."""
+        unwrapped_value = unwrapped(value)
+        if type_(unwrapped_value) is FunctionType:
+            name = text_of(unwrapped_value.__code__.co_filename)
+            if under(name, (root,)) and not package_code(name, unwrapped_value.__globals__):
+                return False
+        return made(value)
     recoded = {}  # id -> function whose __code__ was set since the vault opened (entry() fills it)
-    library_code = {}  # a file outside the repository -> what its source compiles to: {(name, line, bytecode)}
+    library_code = {}  # a file outside the package -> what its source compiles to: {(name, line, bytecode)}
+    plain_done = set_()  # the files library_code holds the import system's compilation of
     checked = {}  # id -> (code, verdict) of the functions library_function has judged
 
+    def keys_of(todo):
+        """{(name, first line, bytecode)} of code objects and all code nested in them."""
+        found = set_()
+        while todo:
+            c = todo.pop()
+            found.add((c.co_name, c.co_firstlineno, c.co_code))
+            todo.extend(k for k in c.co_consts if type_(k) is code_type)
+        return found
+
     def compiled(name):
+        """What the file ``name`` compiles to, as the import system compiles it; a test file or a conftest pytest
+        runs (``ahead``) also as pytest compiles it, its asserts rewritten."""
         found = library_code.get(name)
-        if found is None:
-            found = library_code[name] = set_()
+        if found is None or name not in plain_done:
+            plain_done.add(name)
             try:
                 with open_(name, "rb") as f:
                     todo = [compile_(f.read(), name, "exec", 0, True)]
             except (OSError_, ValueError_, SyntaxError_):
                 todo = []
-            while todo:
-                c = todo.pop()
-                found.add((c.co_name, c.co_firstlineno, c.co_code))
-                todo.extend(k for k in c.co_consts if type_(k) is code_type)
+            found = library_code[name] = keys_of(todo) | (found or set_())
         return found
 
+    # What pytest runs of each graded test file and each conftest.py on the way to one (``ahead_code``, made before
+    # any code under test ran: ``frog_guard.test_code``): a function claiming one of these files is that file's only
+    # where its code is among it (or among the import system's compilation of the file). Code of the package's under
+    # a test file's name (compiled from a string, planted as bytecode, handed to pytest by a rewrite function swapped
+    # in and out, put in the grading server's parent's cache) is none of it.
+    test_files = set_()
+    if type_(ahead_code) is types.MappingProxyType:
+        for path, keys in list_(ahead_code.items()):
+            if type_(path) is str_type and type_(keys) is frozenset_:
+                library_code[path] = set_(keys)
+                test_files.add(path)
+    impersonating = {}  # a library file -> {(name, bytecode)} of what it compiles to
+
+    def impersonates(fn, code):
+        """Whether ``fn``, whose code names a test file it is not of, is a library's function made to pass for the
+        test it wraps (hypothesis's ``@given`` wrapper takes the test's file name and first line): its globals are
+        the namespace of a module loaded from a file outside the repository, and that file's source compiles to a
+        function of its name and bytecode."""
+        namespace = fn.__globals__
+        if type_(namespace) is not dict_:
+            return False
+        for m in list_(modules.values()):
+            if type_(m) is module_type and module_dict(m) is namespace:
+                owner = [v for k, v in dict_items(namespace) if type_(k) is str_type and k == "__file__"]
+                if not owner or type_(owner[0]) is not str_type or under(owner[0], (root,)):
+                    return False
+                found = impersonating.get(owner[0])
+                if found is None:
+                    found = impersonating[owner[0]] = set_((n, c) for n, _, c in compiled(owner[0]))
+                return (text_of(code.co_name), bytes_of(code.co_code)) in found
+        return False
+
     def library_function(fn, code):
-        """Whether ``fn``, whose code names a file outside the repository, is that file's own: defined in the
-        namespace of the module loaded from it, with code its source compiles to. Code compiled from a string
-        under a library's file name (to pass for that library's) is neither."""
+        """Whether ``fn``, whose code names a file outside the package's source (a library's, or the repository's:
+        a test file, a conftest), is that file's own: defined in the namespace of the module loaded from it, with
+        code its source compiles to (for a test file or a conftest pytest runs, as pytest compiles it: see
+        ``ahead_code``). Code compiled from a string under such a file's name (to pass for that file's: a test's,
+        a library's) is neither."""
         hit = checked.get(ident(code))
         if hit is not None and hit[0] is code:
             return hit[1]
@@ -418,9 +477,12 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 d = module_dict(m)
                 if d is namespace:
                     owner = [v for k, v in dict_items(d) if type_(k) is str_type and k == "__file__"]
-                    verdict = bool_(owner) and type_(owner[0]) is str_type and owner[0] == name and \
-                        (text_of(code.co_name), code.co_firstlineno, bytes_of(code.co_code)) in compiled(name)
+                    key = (text_of(code.co_name), code.co_firstlineno, bytes_of(code.co_code))
+                    verdict = bool_(owner) and type_(owner[0]) is str_type and owner[0] == name and (
+                        key in library_code.get(name, ()) or key in compiled(name))
                     break
+            if not verdict and name in test_files:
+                verdict = impersonates(fn, code)
         checked[ident(code)] = (code, verdict)
         return verdict
 
@@ -788,7 +850,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
             return "its class"
         if field(item, "runtest", item_kind) is not None:
             return "its runtest"
-        if made(field(item, "_obj", item_kind)):
+        if made_by_tests(field(item, "_obj", item_kind)):
             return "its function"
         parent = field(item, "parent", item_kind)
         holder = field(parent, "_obj", node_kind)
@@ -801,7 +863,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                          if type_(k) is str_type and k == name][:1]
             else:
                 found = []
-            if any_(made(v) for v in found):
+            if any_(made_by_tests(v) for v in found):
                 return "its definition"
         return None
 
