@@ -102,7 +102,7 @@ def test_code(files, parent_code=None, canary_code=None):
             except (ValueError, SyntaxError, TypeError):
                 codes = None
         if codes is not None:
-            out[path] = code_keys(codes)
+            out[path] = code_keys(codes) - {None}  # (a key of None is never pytest's)
     return types.MappingProxyType(out), made_here
 
 
@@ -127,14 +127,43 @@ def use_test_code(made):
     rewrite._rewrite_test = _rewrite_test
 
 
-def code_keys(todo):
-    """frozenset of (name, first line, bytecode) of the code objects ``todo`` and of all code nested in them."""
-    found, todo, code_type = set(), list(todo), type(code_keys.__code__)
+def code_keys(todo, nested=True, _type=type, _tuple=tuple, _frozenset=frozenset, _list=list, _set=set, _str=str,
+              _all=all, _code=type(_package_dir.__code__), _ValueError=ValueError,
+              _exact=(str, bytes, int, float, complex, bool, type(None), type(Ellipsis))):
+    """frozenset of the keys of the code objects ``todo`` (and, with ``nested``, of all code nested in them). A code
+    object's key is what makes it behave as it does, by value: its name, first line, bytecode, flags, the names it
+    loads and its constants (a nested code object by its name and first line: it has a key of its own); None where a
+    name or a constant is of a type of the package's (hashing it could run the package's code). Two code objects with
+    one key run the same instructions on the same values. Self-contained (no global is read when it runs), so that a
+    copy of it (``FunctionType(code_keys.__code__, ...)``) made before any code under test runs is out of its reach."""
+
+    def value(k):
+        t = _type(k)
+        if t is _code:
+            name = k.co_name
+            return _code, name if _type(name) is _str else None, k.co_firstlineno
+        if t is _tuple:
+            return _tuple, _tuple([value(x) for x in k])
+        if t is _frozenset:
+            return _frozenset, _frozenset([value(x) for x in k])
+        for e in _exact:
+            if t is e:
+                return t, k
+        raise _ValueError
+
+    found, todo = _set(), _list(todo)
     while todo:
         c = todo.pop()
-        found.add((c.co_name, c.co_firstlineno, c.co_code))
-        todo.extend(k for k in c.co_consts if type(k) is code_type)
-    return frozenset(found)
+        name, names = c.co_name, c.co_names
+        try:
+            if _type(name) is not _str or _type(names) is not _tuple or not _all([_type(n) is _str for n in names]):
+                raise _ValueError
+            found.add((name, c.co_firstlineno, c.co_code, c.co_flags, names, value(c.co_consts)))
+        except _ValueError:
+            found.add(None)
+        if nested:
+            todo.extend([k for k in c.co_consts if _type(k) is _code])
+    return _frozenset(found)
 
 
 def install(config, found, pytests_code=None):
@@ -205,8 +234,9 @@ def install(config, found, pytests_code=None):
     import types
 
     pytests_code = pytests_code if type(pytests_code) is types.MappingProxyType else types.MappingProxyType({})
-    compiled_library, compiled_plain, compile_, open_, code_keys_, frozenset_ = {}, {}, compile, open, code_keys, \
-        frozenset
+    # a copy of code_keys that only this closure holds: the module's is one __globals__ away from the package
+    compiled_library, compiled_plain, compile_, open_, frozenset_ = {}, {}, compile, open, frozenset
+    code_keys_ = types.FunctionType(code_keys.__code__, {}, "code_keys", code_keys.__defaults__)
     dict_items = dict.items
     ident, SyntaxError_ = object.__hash__, SyntaxError  # (object.__hash__: an identity without a builtins.id event)
     modules, module_type, module_dict = sys.modules, type(sys), type(sys).__dict__["__dict__"].__get__
@@ -224,7 +254,7 @@ def install(config, found, pytests_code=None):
             own_reads.append(get_ident())  # this thread's own read of the file: no event of it is judged
             try:
                 with open_(fn, "rb") as src:
-                    keys = code_keys_([compile_(src.read(), fn, "exec", 0, True)])
+                    keys = code_keys_([compile_(src.read(), fn, "exec", 0, True)]) - frozenset_((None,))
             except (OSError_, ValueError_, SyntaxError_):
                 keys = frozenset_()
             finally:
@@ -246,8 +276,8 @@ def install(config, found, pytests_code=None):
         name = frame_code.co_name
         name = name if type_(name) is str_ else "".join((name,))
         code = bytes_copy(frame_code.co_code, slice_(None))
-        verdict = (name, frame_code.co_firstlineno, code) in made or \
-            (name, frame_code.co_firstlineno, code) in plain_code(fn)
+        key = list_(code_keys_((frame_code,), False))[0]  # by value: its constants and names too
+        verdict = key is not None and (key in made or key in plain_code(fn))
         if not verdict:
             namespace, owner = f.f_globals, None
             for m in list_(modules.values()):
@@ -261,8 +291,8 @@ def install(config, found, pytests_code=None):
                     own_reads.append(get_ident())  # this thread's own read of the file: no event of it is judged
                     try:
                         with open_(lib, "rb") as src:
-                            keys = frozenset_((n, c) for n, _, c in code_keys_([compile_(src.read(), lib, "exec", 0,
-                                                                                           True)]))
+                            keys = frozenset_((k[0], k[2]) for k in code_keys_([compile_(src.read(), lib, "exec", 0,
+                                                                                         True)]) if k is not None)
                     except (OSError_, ValueError_, SyntaxError_):
                         keys = frozenset_()
                     finally:

@@ -357,4 +357,4 @@ if _graded:  # last: every hook is defined, and nothing of the package under tes
         "call": pytest_runtest_call, "made": pytest_runtest_makereport,
         "select": pytest_collection_modifyitems}, sys.modules[__name__],
         (globals(), vars(_key), vars(_guard_module), vars(_seal), vars(_vault)), _selection(), _seal.code_of,
-        _ahead("SEAL_AHEAD"), _ahead("SLOTS_AHEAD"), _test_code)
+        _ahead("SEAL_AHEAD"), _ahead("SLOTS_AHEAD"), _test_code, _guard_module.code_keys)

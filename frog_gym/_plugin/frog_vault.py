@@ -62,7 +62,7 @@ def library_slots(root):
 # -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
 
 def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_hooks, ours, plugin, own,
-               select, code_of, known=None, fine=None, ahead_code=None):
+               select, code_of, known=None, fine=None, ahead_code=None, code_keys=None):
     """Keep a graded run's outcomes, the guard's and seal's findings, and the key (inside an HMAC object), where
     code under test can't reach them: in the suspended frame of a generator that only an audit hook (PEP 578)
     resumes. Nothing in Python refers to an installed audit hook, and the ways to find one anyway (the garbage
@@ -93,7 +93,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     ``select``: the selection, for its canaries; ``code_of``: ``frog_seal.code_of``; ``known``: the seal and its
     code as the grading server's parent read them (``frog_seal.ahead``), or None; ``fine``: the library functions
     the grading server's parent found in comparison and format slots (:func:`library_slots`), or None;
-    ``ahead_code``: what pytest runs of each graded test file and conftest (``frog_guard.test_code``), or None."""
+    ``ahead_code``: what pytest runs of each graded test file and conftest (``frog_guard.test_code``), or None;
+    ``code_keys``: ``frog_guard.code_keys``, which keys that code (a copy of it is taken here)."""
     import _hashlib
     import _json
     import _operator
@@ -415,8 +416,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         return found
 
     def compiled(name):
-        """What the file ``name`` compiles to, as the import system compiles it; a test file or a conftest pytest
-        runs (``ahead``) also as pytest compiles it, its asserts rewritten."""
+        """What the file ``name`` compiles to, as the import system compiles it."""
         found = library_code.get(name)
         if found is None or name not in plain_done:
             plain_done.add(name)
@@ -433,12 +433,29 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # where its code is among it (or among the import system's compilation of the file). Code of the package's under
     # a test file's name (compiled from a string, planted as bytecode, handed to pytest by a rewrite function swapped
     # in and out, put in the grading server's parent's cache) is none of it.
-    test_files = set_()
-    if type_(ahead_code) is types.MappingProxyType:
+    # Those files' code is compared by value (frog_guard.code_keys: constants and names too, not only bytecode), with
+    # a copy of code_keys that only the vault holds.
+    test_files, test_keys, plain_test_keys = set_(), {}, {}
+    key_of = FunctionType(code_keys.__code__, {}, "code_keys", code_keys.__defaults__) \
+        if type_(code_keys) is FunctionType else None
+    if type_(ahead_code) is types.MappingProxyType and key_of is not None:
         for path, keys in list_(ahead_code.items()):
             if type_(path) is str_type and type_(keys) is frozenset_:
-                library_code[path] = set_(keys)
+                test_keys[path] = keys
                 test_files.add(path)
+
+    def test_file_code(name):
+        """The keys of what the import system compiles of the test file ``name`` (a test package's __init__.py is
+        imported, not rewritten), read once."""
+        found = plain_test_keys.get(name)
+        if found is None:
+            try:
+                with open_(name, "rb") as f:
+                    found = key_of([compile_(f.read(), name, "exec", 0, True)])
+            except (OSError_, ValueError_, SyntaxError_):
+                found = frozenset_()
+            plain_test_keys[name] = found = found - frozenset_((None,))
+        return found
     impersonating = {}  # a library file -> {(name, bytecode)} of what it compiles to
 
     def impersonates(fn, code):
@@ -477,9 +494,13 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 d = module_dict(m)
                 if d is namespace:
                     owner = [v for k, v in dict_items(d) if type_(k) is str_type and k == "__file__"]
-                    key = (text_of(code.co_name), code.co_firstlineno, bytes_of(code.co_code))
-                    verdict = bool_(owner) and type_(owner[0]) is str_type and owner[0] == name and (
-                        key in library_code.get(name, ()) or key in compiled(name))
+                    verdict = bool_(owner) and type_(owner[0]) is str_type and owner[0] == name
+                    if verdict and name in test_files:  # by value: what pytest runs of it, or imports
+                        key = list_(key_of((code,), False))[0]
+                        verdict = key is not None and (key in test_keys[name] or key in test_file_code(name))
+                    elif verdict:
+                        key = (text_of(code.co_name), code.co_firstlineno, bytes_of(code.co_code))
+                        verdict = key in library_code.get(name, ()) or key in compiled(name)
                     break
             if not verdict and name in test_files:
                 verdict = impersonates(fn, code)
