@@ -3,7 +3,6 @@ might do. Docker cases skip, saying why, only where no engine answers (see tests
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 import time
@@ -34,11 +33,18 @@ def sb(backend, tmp_path):
     s.close()
 
 
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that is not a zombie (one that exits while it is read is gone)."""
+    try:
+        return "Z" not in (Path(f"/proc/{pid}/stat").read_text().split()[2:3] or ["Z"])
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
 def _gone(pids: list[int], within: float = 10.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        alive = [p for p in pids if os.path.exists(f"/proc/{p}") and
-                 "Z" not in (Path(f"/proc/{p}/stat").read_text().split()[2:3] or ["Z"])]
+        alive = [p for p in pids if _alive(p)]
         if not alive:
             return True
         time.sleep(0.02)
