@@ -87,6 +87,10 @@ a killed test run left behind was stopped (target 2x: not met). ``--against`` th
 Session 21, another machine (cold 40-45 s against 32-36 s before; load 0.5-1.6), ``--rounds 2``: at the start (fa7c905)
 2.00x (cold 42.3 / 41.7, warm 21.6 / 20.3), 1.92x (40.5 / 40.5, 20.4 / 21.8) and 1.94x (42.2 / 41.4, 21.5 / 21.7);
 on the final tree (the guard also refusing planted bytecode) 1.97x (42.0 / 44.7, 21.5 / 22.4). Target 2x: not met.
+Session 22, another machine again, ``--rounds 2``: at the start (d8dc732, load 1.1-1.2) 1.89x (cold 54.0 / 57.4, warm
+29.0 / 30.0); an hour later, the final tree (test modules held to what pytest runs of them, by value; load 1.0-1.5)
+1.99x (50.1 / 49.2, 26.1 / 23.9) and the start's tree again, right after it (a worktree, load 1.1-1.7) 1.93x (48.6 /
+48.1, 25.4 / 24.7): the machine's speed moved more than the change did. Target 2x: not met.
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
