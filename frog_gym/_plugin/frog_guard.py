@@ -59,7 +59,7 @@ def _package_dir(name):
 
 def test_code(files, parent_code=None, canary_code=None):
     """What pytest runs of each test file it runs (``files``, relative to the working folder) and of each
-    ``conftest.py`` on the way to one: {absolute path: frozenset of (name, first line, bytecode) of its code and all
+    ``conftest.py`` on the way to one: {absolute path: frozenset of the keys (:func:`code_keys`) of its code and all
     code nested in it}, read-only. Made before any code under test runs: the asserts rewritten by pytest's own
     function, as its import hook rewrites them, or taken from the grading server's parent's code (``parent_code``:
     path -> (source bytes, code); ``canary_code``: (path, source bytes, code) of the canaries appended to their
@@ -226,8 +226,7 @@ def install(config, found, pytests_code=None):
                                                                             sys.prefix, sys.exec_prefix) if p}))
     FileNotFoundError_ = FileNotFoundError
     # A frame whose code names a test file pytest runs (``pytests_code``: its conftests too) counts as the tests' own
-    # only where that code is what pytest runs of the file, or a library's function made to pass for a test (see
-    # tests_own). Any other code under such a file's name (``compile(src, "/testbed/test_x.py", "exec")``, or
+    # only where that code is what pytest runs of the file (see tests_own). Any other code under such a file's name (``compile(src, "/testbed/test_x.py", "exec")``, or
     # hypothesis's @given wrapper, compiled from a string and given its test's file and line) is no one's: the frames
     # further out decide, so the package's frame that called it is found. (Any other file of the test folders is
     # taken at its word, as before: see the README's residuals.)
@@ -235,11 +234,9 @@ def install(config, found, pytests_code=None):
 
     pytests_code = pytests_code if type(pytests_code) is types.MappingProxyType else types.MappingProxyType({})
     # a copy of code_keys that only this closure holds: the module's is one __globals__ away from the package
-    compiled_library, compiled_plain, compile_, open_, frozenset_ = {}, {}, compile, open, frozenset
+    compiled_plain, compile_, open_, frozenset_ = {}, compile, open, frozenset
     code_keys_ = types.FunctionType(code_keys.__code__, {}, "code_keys", code_keys.__defaults__)
-    dict_items = dict.items
     ident, SyntaxError_ = object.__hash__, SyntaxError  # (object.__hash__: an identity without a builtins.id event)
-    modules, module_type, module_dict = sys.modules, type(sys), type(sys).__dict__["__dict__"].__get__
     import _thread
 
     get_ident, own_reads = _thread.get_ident, []
@@ -264,8 +261,7 @@ def install(config, found, pytests_code=None):
 
     def tests_own(f, frame_code, fn):
         """Whether the frame ``f`` (of ``frame_code``, which names the test file ``fn``) is that file's own: code
-        pytest runs of it, or a library's function that takes a test's file name and first line (hypothesis's
-        ``@given`` wrapper): its globals a library module's, whose source has a function of its name and bytecode."""
+        pytest runs of it, or that the import system compiles of it, by value (:func:`code_keys`)."""
         made = pytests_code.get(fn)
         if made is None:
             return True
@@ -273,32 +269,8 @@ def install(config, found, pytests_code=None):
         hit = judged_test_code.get(i)
         if hit is not None and hit[0] is frame_code:
             return hit[1]
-        name = frame_code.co_name
-        name = name if type_(name) is str_ else "".join((name,))
-        code = bytes_copy(frame_code.co_code, slice_(None))
         key = list_(code_keys_((frame_code,), False))[0]  # by value: its constants and names too
         verdict = key is not None and (key in made or key in plain_code(fn))
-        if not verdict:
-            namespace, owner = f.f_globals, None
-            for m in list_(modules.values()):
-                if type_(m) is module_type and module_dict(m) is namespace:
-                    owner = [v for k, v in dict_items(namespace) if type_(k) is str_ and k == "__file__"][:1]
-                    break
-            lib = owner[0] if owner and type_(owner[0]) is str_ and not owner[0].startswith(root) else None
-            if lib is not None:
-                keys = compiled_library.get(lib)
-                if keys is None:
-                    own_reads.append(get_ident())  # this thread's own read of the file: no event of it is judged
-                    try:
-                        with open_(lib, "rb") as src:
-                            keys = frozenset_((k[0], k[2]) for k in code_keys_([compile_(src.read(), lib, "exec", 0,
-                                                                                         True)]) if k is not None)
-                    except (OSError_, ValueError_, SyntaxError_):
-                        keys = frozenset_()
-                    finally:
-                        own_reads.pop()
-                    compiled_library[lib] = keys
-                verdict = (name, code) in keys
         judged_test_code[i] = (frame_code, verdict)
         return verdict
     getframe, fsdecode, basename, hits, audit = sys._getframe, os.fsdecode, os.path.basename, found, sys.audit

@@ -402,30 +402,23 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 return False
         return made(value)
     recoded = {}  # id -> function whose __code__ was set since the vault opened (entry() fills it)
-    library_code = {}  # a file outside the package -> what its source compiles to: {(name, line, bytecode)}
-    plain_done = set_()  # the files library_code holds the import system's compilation of
+    library_code = {}  # a file outside the repository -> what its source compiles to: {(name, line, bytecode)}
     checked = {}  # id -> (code, verdict) of the functions library_function has judged
-
-    def keys_of(todo):
-        """{(name, first line, bytecode)} of code objects and all code nested in them."""
-        found = set_()
-        while todo:
-            c = todo.pop()
-            found.add((c.co_name, c.co_firstlineno, c.co_code))
-            todo.extend(k for k in c.co_consts if type_(k) is code_type)
-        return found
 
     def compiled(name):
         """What the file ``name`` compiles to, as the import system compiles it."""
         found = library_code.get(name)
-        if found is None or name not in plain_done:
-            plain_done.add(name)
+        if found is None:
+            found = library_code[name] = set_()
             try:
                 with open_(name, "rb") as f:
                     todo = [compile_(f.read(), name, "exec", 0, True)]
             except (OSError_, ValueError_, SyntaxError_):
                 todo = []
-            found = library_code[name] = keys_of(todo) | (found or set_())
+            while todo:
+                c = todo.pop()
+                found.add((c.co_name, c.co_firstlineno, c.co_code))
+                todo.extend(k for k in c.co_consts if type_(k) is code_type)
         return found
 
     # What pytest runs of each graded test file and each conftest.py on the way to one (``ahead_code``, made before
@@ -500,7 +493,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                         verdict = key is not None and (key in test_keys[name] or key in test_file_code(name))
                     elif verdict:
                         key = (text_of(code.co_name), code.co_firstlineno, bytes_of(code.co_code))
-                        verdict = key in library_code.get(name, ()) or key in compiled(name)
+                        verdict = key in compiled(name)
                     break
             if not verdict and name in test_files:
                 verdict = impersonates(fn, code)
