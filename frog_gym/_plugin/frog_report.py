@@ -110,6 +110,7 @@ def _guard_config():
 def _ahead(name):
     """What the grading server's parent read or made before it forked (``SEAL_AHEAD``: the seal and its code,
     ``frog_seal.ahead``; ``SLOTS_AHEAD``: the library functions in comparison slots, ``frog_vault.library_slots``;
+    ``LIBRARY_AHEAD``: what the preloaded plugins' files compile to, ``frog_vault.library_ahead``;
     ``_REWRITTEN`` and ``CANARY_CODE``: the test modules' and the canaries' code)
     when this process is its child (its ``__main__``, where nothing but pytest has run since the fork), else None."""
     main = sys.modules.get("__main__")
@@ -357,4 +358,4 @@ if _graded:  # last: every hook is defined, and nothing of the package under tes
         "call": pytest_runtest_call, "made": pytest_runtest_makereport,
         "select": pytest_collection_modifyitems}, sys.modules[__name__],
         (globals(), vars(_key), vars(_guard_module), vars(_seal), vars(_vault)), _selection(), _seal.code_of,
-        _ahead("SEAL_AHEAD"), _ahead("SLOTS_AHEAD"), _test_code, _guard_module.code_keys)
+        _ahead("SEAL_AHEAD"), _ahead("SLOTS_AHEAD"), _test_code, _guard_module.code_keys, _ahead("LIBRARY_AHEAD"))

@@ -308,7 +308,26 @@ def _child(req, pytest, canaries):
     rewrite.AssertionRewritingHook._warn_already_imported = _warn_unless_preloaded
     _use_code(canaries)
     sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *req["args"]]
-    raise SystemExit(pytest.console_main())
+    try:
+        code = pytest.main(plugins=[_ChildPlugin])
+        sys.stdout.flush()
+    except BrokenPipeError:  # as pytest's console entry point: a closed output is exit status 1
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    raise SystemExit(code)
+
+
+class _ChildPlugin:
+    """A child's own pytest plugin: what a run that ends at ``os._exit`` (:func:`frog_fork.end`) need not do."""
+
+    @staticmethod
+    def pytest_configure(config):
+        # At its cleanup, after the session's end (the report plugin has signed the report by then), pytest runs
+        # five full collections so that finalisers' exceptions become warnings; the child then exits without freeing
+        # anything, and pytest's own in-process runs (pytester) turn them off the same way
+        key = getattr(sys.modules.get("_pytest.unraisableexception"), "gc_collect_iterations_key", None)
+        if key is not None:
+            config.stash[key] = 0
 
 
 SEAL_AHEAD = None
@@ -323,8 +342,14 @@ child's vault takes them as judged (their verdict in ``lying_values`` reads noth
 code), instead of reading each one's code at its first walk."""
 
 
+LIBRARY_AHEAD = None
+"""What the files of the pytest plugins preloaded here, and this file, compile to (``frog_vault.library_ahead``): a
+child's vault judges those plugins' hook implementations (and ``_ChildPlugin``'s) by that code at its first check,
+instead of compiling each file again in every grade. The files are read-only mounts outside the repository."""
+
+
 def _seal_ahead():
-    global SEAL_AHEAD, SLOTS_AHEAD
+    global SEAL_AHEAD, SLOTS_AHEAD, LIBRARY_AHEAD
     import frog_seal
     import frog_vault
 
@@ -339,6 +364,9 @@ def _seal_ahead():
             SLOTS_AHEAD = frog_vault.library_slots(TESTBED)
         except Exception:  # noqa: BLE001 (only a saving: each child's vault then judges them itself, as cold)
             SLOTS_AHEAD = None
+        files = [getattr(m, "__file__", None) for name, m in list(sys.modules.items())
+                 if name.split(".")[0] in _PRELOADED_PLUGINS]
+        LIBRARY_AHEAD = frog_vault.library_ahead([*files, os.path.abspath(__file__)], TESTBED)
     finally:
         for name in ("frog_seal", "frog_vault"):  # a child's plugin loads its own copies, never through sys.modules
             sys.modules.pop(name, None)

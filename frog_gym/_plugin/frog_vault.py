@@ -59,10 +59,37 @@ def library_slots(root):
     return tuple(out)
 
 
+def compiled_keys(name, _open=open, _compile=compile, _type=type, _code=type(library_slots.__code__),
+                  _set=set, _frozenset=frozenset, _errors=(OSError, ValueError, SyntaxError)):
+    """What the file ``name`` compiles to, as the import system compiles it: a frozenset of the (name, first line,
+    bytecode) of every code object in it (empty where it can't be read or compiled). Its defaults bind what it
+    calls, so that a copy of it (``FunctionType(compiled_keys.__code__, ...)``) made before any code under test runs
+    is out of its reach. A grading server's parent runs it for the files of the plugins it preloaded
+    (``frog_server.LIBRARY_AHEAD``): outside the repository, those files are read-only mounts, so a child's vault
+    takes the parent's answer instead of compiling each of them again."""
+    found = _set()
+    try:
+        with _open(name, "rb") as f:
+            todo = [_compile(f.read(), name, "exec", 0, True)]
+    except _errors:
+        todo = []
+    while todo:
+        c = todo.pop()
+        found.add((c.co_name, c.co_firstlineno, c.co_code))
+        todo.extend([k for k in c.co_consts if _type(k) is _code])
+    return _frozenset(found)
+
+
+def library_ahead(files, root):
+    """:func:`compiled_keys` of each of ``files`` outside ``root`` (a grading server's parent, before it forks)."""
+    prefix = root.rstrip("/") + "/"
+    return {f: compiled_keys(f) for f in files if type(f) is str and not f.startswith(prefix) and f.endswith(".py")}
+
+
 # -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
 
 def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_hooks, ours, plugin, own,
-               select, code_of, known=None, fine=None, ahead_code=None, code_keys=None):
+               select, code_of, known=None, fine=None, ahead_code=None, code_keys=None, library=None):
     """Keep a graded run's outcomes, the guard's and seal's findings, and the key (inside an HMAC object), where
     code under test can't reach them: in the suspended frame of a generator that only an audit hook (PEP 578)
     resumes. Nothing in Python refers to an installed audit hook, and the ways to find one anyway (the garbage
@@ -94,7 +121,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     code as the grading server's parent read them (``frog_seal.ahead``), or None; ``fine``: the library functions
     the grading server's parent found in comparison and format slots (:func:`library_slots`), or None;
     ``ahead_code``: what pytest runs of each graded test file and conftest (``frog_guard.test_code``), or None;
-    ``code_keys``: ``frog_guard.code_keys``, which keys that code (a copy of it is taken here)."""
+    ``code_keys``: ``frog_guard.code_keys``, which keys that code (a copy of it is taken here); ``library``: what
+    library files outside the repository compile to (:func:`library_ahead`, a grading server's parent), or None."""
     import _hashlib
     import _json
     import _operator
@@ -402,23 +430,21 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 return False
         return made(value)
     recoded = {}  # id -> function whose __code__ was set since the vault opened (entry() fills it)
-    library_code = {}  # a file outside the repository -> what its source compiles to: {(name, line, bytecode)}
+    # a file outside the repository -> what its source compiles to: {(name, line, bytecode)}, the parent's answers
+    # first (read-only files, read before any code under test ran), taken only as exact types
+    library_code = {}
+    if type_(library) is dict_:
+        for path, keys in list_(library.items()):
+            if type_(path) is str_type and type_(keys) is frozenset_ and not path.startswith(root + "/"):
+                library_code[path] = keys
+    compiled_copy = FunctionType(compiled_keys.__code__, {}, "compiled_keys", compiled_keys.__defaults__)
     checked = {}  # id -> (code, verdict) of the functions library_function has judged
 
     def compiled(name):
         """What the file ``name`` compiles to, as the import system compiles it."""
         found = library_code.get(name)
         if found is None:
-            found = library_code[name] = set_()
-            try:
-                with open_(name, "rb") as f:
-                    todo = [compile_(f.read(), name, "exec", 0, True)]
-            except (OSError_, ValueError_, SyntaxError_):
-                todo = []
-            while todo:
-                c = todo.pop()
-                found.add((c.co_name, c.co_firstlineno, c.co_code))
-                todo.extend(k for k in c.co_consts if type_(k) is code_type)
+            found = library_code[name] = compiled_copy(name)
         return found
 
     # What pytest runs of each graded test file and each conftest.py on the way to one (``ahead_code``, made before
