@@ -75,3 +75,25 @@ def test_a_seal_that_does_not_line_up_with_the_parents_is_read_whole(seal, monke
     ids = seal.code_of(now, forged)
     assert ids == seal.code_of(now)
     assert object.__hash__(helper.__code__) in ids
+
+
+def test_a_seal_made_from_the_parents_is_the_seal_made_afresh(seal, monkeypatch):
+    from _pytest import runner
+
+    known = seal.ahead()
+    assert seal.make_seal(known) == seal.make_seal()
+    kept = seal.make_seal(known)
+    assert all(x[2] is y[2] for x, y in zip(known[0], kept))  # the parent's very items: code_of takes its ids
+    assert seal.code_of(kept, known) == known[1]
+
+    def show_test_item(item):  # replaced since the parent sealed: sealed as it is now (pytest calls it with
+        return None  # --setup-show alone, so this run's own tests are unaffected)
+
+    monkeypatch.setattr(runner, "show_test_item", show_test_item)
+    now = seal.make_seal(known)
+    assert now == seal.make_seal()
+    entry = next(e for e in now if e[0] == "_pytest.runner")
+    assert ("show_test_item", show_test_item) in entry[2]
+    assert entry[2] is not next(e for e in known[0] if e[0] == "_pytest.runner")[2]
+    assert seal.code_of(now, known) == seal.code_of(now) | known[1]  # (the replaced one's code is pytest's own)
+    assert object.__hash__(show_test_item.__code__) in seal.code_of(now, known)

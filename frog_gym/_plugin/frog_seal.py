@@ -16,17 +16,33 @@ _UNSEALED = frozenset(("RUNNER_CLASS", "CHECKER_CLASS", "_pluginmanager", "_conf
 """Names pytest itself rebinds during a run: doctest's lazily made classes, the debugger's class state, the
 assertion hooks it sets around each test, and what its ``legacypath`` plugin patches into its classes."""
 
-def make_seal():
+def make_seal(prior=None):
     """Every module of pytest and pluggy loaded now (``-p`` loads this plugin after all of pytest's built-in
     plugins and before any code under test) and every class defined there, with each attribute's object.
     Code under test that replaces one (``_pytest.runner.call_and_report``, a report class's method, pluggy's
     hook caller) to rewrite outcomes is then seen however it got hold of the module: the static check only
-    reads what the edits spell out."""
+    reads what the edits spell out.
+
+    ``prior``: :func:`ahead`'s (a grading server's parent's), or None. A dictionary whose items are all still the very
+    objects they were there (found by its entry's name) keeps the sealed items it had there (the same tuple object,
+    which :func:`code_of` then takes without comparing its items): what is sealed of a dictionary depends on its
+    items alone."""
+    import itertools
+    import operator
     import types
 
-    sealed, seen = [], set()
+    sealed, seen, before = [], set(), {}
+    if type(prior) is tuple and len(prior) == 3 and len(prior[0]) == len(prior[2]):
+        for (name, _, items), every in zip(prior[0], prior[2]):
+            before[name] = (every, items)
+    flat, is_ = itertools.chain.from_iterable, operator.is_
 
-    def own(d):
+    def own(name, d):
+        hit = before.get(name)
+        if hit is not None:
+            now = tuple(d.items())
+            if len(now) == len(hit[0]) and all(map(is_, flat(now), flat(hit[0]))):
+                return hit[1]
         return tuple((k, v) for k, v in d.items()
                      if k not in _UNSEALED and not (k.startswith("__") and k.endswith("__")))
 
@@ -35,11 +51,12 @@ def make_seal():
             continue
         seen.add(id(mod))
         d = mod.__dict__
-        sealed.append((name, d, own(d)))
+        sealed.append((name, d, own(name, d)))
         for v in list(d.values()):
             if isinstance(v, type) and getattr(v, "__module__", None) == name and id(v) not in seen:
                 seen.add(id(v))
-                sealed.append((f"{name}.{v.__qualname__}", v.__dict__, own(v.__dict__)))
+                where = f"{name}.{v.__qualname__}"
+                sealed.append((where, v.__dict__, own(where, v.__dict__)))
     return sealed
 
 
@@ -58,8 +75,10 @@ def code_of(sealed, known=None):
     out, todo = set(), []
     values = [v for _, _, items in sealed for _, v in items]
     if known is not None:
-        then, ids = known
-        if len(then) == len(sealed) and all(len(x[2]) == len(y[2]) for x, y in zip(then, sealed)) and \
+        then, ids = known[0], known[1]
+        if len(then) == len(sealed) and all(map(operator.is_, (x[2] for x in then), (y[2] for y in sealed))):
+            out, values = set(ids), []  # every entry's items the parent's very tuple (make_seal's prior)
+        elif len(then) == len(sealed) and all(len(x[2]) == len(y[2]) for x, y in zip(then, sealed)) and \
                 all(map(operator.is_, flat(k for _, _, items in then for k, _ in items),
                         flat(k for _, _, items in sealed for k, _ in items))):
             out = set(ids)
@@ -79,10 +98,11 @@ def code_of(sealed, known=None):
 
 
 def ahead():
-    """The seal and its code ids (:func:`code_of`), made by a grading server's parent before it forks, where nothing
-    of a package under test ever ran: a child's report plugin hands it to the vault (``frog_report._sealed``)."""
+    """The seal, its code ids (:func:`code_of`) and every sealed dictionary's items as they were, made by a grading
+    server's parent before it forks, where nothing of a package under test ever ran: a child's report plugin makes
+    its seal from it (:func:`make_seal`) and hands it to the vault, which takes the ids."""
     sealed = make_seal()
-    return sealed, code_of(sealed)
+    return sealed, code_of(sealed), tuple(tuple(d.items()) for _, d, _ in sealed)
 
 
 HOT = ("_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.main", "_pytest.skipping",

@@ -178,7 +178,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # the code of every function pytest and pluggy held before any code under test ran (nested code included):
     # the seal's own, told apart by object (what the grading server's parent read is held here, with the objects
     # its ids belong to), and the plugin's own
-    keep_known = known if type(known) is tuple and len(known) == 2 and type(known[1]) is frozenset else None
+    keep_known = known if type(known) is tuple and len(known) >= 2 and type(known[1]) is frozenset else None
     sealed_code = code_of(sealed, keep_known) | code_of([(None, None, tuple(d.items())) for d in own])
     # (ids of code objects held alive by the modules sealed, not the package's)
     # Each sealed namespace with its names and their objects apart. A namespace is never looked up by name in
