@@ -364,8 +364,11 @@ def _seal_ahead():
             SLOTS_AHEAD = frog_vault.library_slots(TESTBED)
         except Exception:  # noqa: BLE001 (only a saving: each child's vault then judges them itself, as cold)
             SLOTS_AHEAD = None
+        # the modules of the plugins' distributions that define a pytest hook (pytest_timeout; hypothesis's plugin
+        # module, not the whole of hypothesis)
         files = [getattr(m, "__file__", None) for name, m in list(sys.modules.items())
-                 if name.split(".")[0] in _PRELOADED_PLUGINS]
+                 if name.split(".")[0] in _PRELOADED_PLUGINS and any(
+                     k.startswith("pytest_") and callable(v) for k, v in list(vars(m).items()))]
         LIBRARY_AHEAD = frog_vault.library_ahead([*files, os.path.abspath(__file__)], TESTBED)
     finally:
         for name in ("frog_seal", "frog_vault"):  # a child's plugin loads its own copies, never through sys.modules
