@@ -57,13 +57,14 @@ def _package_dir(name):
     return "\0"
 
 
-def test_code(files, parent_code=None, canary_code=None):
+def test_code(files, parent_code=None, canary_code=None, parent_keys=None):
     """What pytest runs of each test file it runs (``files``, relative to the working folder) and of each
     ``conftest.py`` on the way to one: {absolute path: frozenset of the keys (:func:`code_keys`) of its code and all
     code nested in it}, read-only. Made before any code under test runs: the asserts rewritten by pytest's own
     function, as its import hook rewrites them, or taken from the grading server's parent's code (``parent_code``:
     path -> (source bytes, code); ``canary_code``: (path, source bytes, code) of the canaries appended to their
-    file) where the file's bytes are what the parent made it of. A file that pytest does not rewrite
+    file) where the file's bytes are what the parent made it of, with the keys the parent made of that very code
+    (``parent_keys``: id -> (code, keys), :func:`code_keys` being a function of the code alone). A file that pytest does not rewrite
     (``PYTEST_DONT_REWRITE``) is left out (the import system's compilation is read where needed). Returns that, and
     {absolute path: (source bytes, code)} of the code made here (pytest then runs that code: :func:`use_test_code`)."""
     import types
@@ -72,6 +73,7 @@ def test_code(files, parent_code=None, canary_code=None):
     rewrite = sys.modules.get("_pytest.assertion.rewrite")
     rewrite_asserts = getattr(rewrite, "rewrite_asserts", None)
     parent_code = parent_code if type(parent_code) is dict else {}
+    parent_keys = parent_keys if type(parent_keys) is dict else {}
     canary_code = canary_code if type(canary_code) is tuple and len(canary_code) == 3 else None
     paths = set()
     for rel in files:
@@ -102,7 +104,12 @@ def test_code(files, parent_code=None, canary_code=None):
             except (ValueError, SyntaxError, TypeError):
                 codes = None
         if codes is not None:
-            out[path] = code_keys(codes) - {None}  # (a key of None is never pytest's)
+            keys = set()
+            for c in codes:  # (code_keys of several code objects is the union of each one's)
+                hit = parent_keys.get(id(c))
+                keys |= hit[1] if type(hit) is tuple and len(hit) == 2 and hit[0] is c and \
+                    type(hit[1]) is frozenset else code_keys([c])
+            out[path] = frozenset(keys) - {None}  # (a key of None is never pytest's)
     return types.MappingProxyType(out), made_here
 
 
@@ -166,9 +173,10 @@ def code_keys(todo, nested=True, _type=type, _tuple=tuple, _frozenset=frozenset,
     return _frozenset(found)
 
 
-def install(config, found, pytests_code=None):
+def install(config, found, pytests_code=None, holders=None):
     """Install the guard for ``config`` (the selection's ``"guard"``); each refusal is appended to ``found``.
-    ``pytests_code``: :func:`test_code`'s, for the test process (a process a test starts compiles what it needs)."""
+    ``pytests_code``: :func:`test_code`'s, for the test process (a process a test starts compiles what it needs);
+    ``holders``: :func:`spawn_holders`' (a grading server's parent's), or None."""
     import inspect
     import pty
     import traceback
@@ -487,11 +495,27 @@ def install(config, found, pytests_code=None):
         if from_package(caller()):
             raise refusal(why, kind)
 
-    _guard_spawns(from_package, refusal, keeper)  # first: it imports _posixsubprocess, which the hook refuses
+    _guard_spawns(from_package, refusal, keeper, holders)  # first: it imports _posixsubprocess, which the hook refuses
     sys.addaudithook(hook)
 
 
-def _guard_spawns(from_package, refusal, keeper):
+def spawn_holders():
+    """Where ``_posixsubprocess.fork_exec`` is held in the modules loaded now: {id of a module's dictionary: (that
+    dictionary, its size, the names that hold it)}. Made by a grading server's parent, where no code of a package under
+    test ever ran: a child's guard replaces the original under those names in each dictionary still of that size,
+    and reads every other dictionary whole (a module loaded since, or one with a name added), instead of reading
+    every value of every module (which also copies, in a forked child, every page those values lie on)."""
+    import _posixsubprocess
+
+    original, out = _posixsubprocess.fork_exec, {}
+    for m in list(sys.modules.values()):
+        d = getattr(m, "__dict__", None)
+        if type(d) is dict:
+            out[id(d)] = (d, len(d), tuple(k for k, v in list(d.items()) if v is original))
+    return out
+
+
+def _guard_spawns(from_package, refusal, keeper, holders=None):
     """Replace ``_posixsubprocess.fork_exec`` (the C call under ``subprocess``, ``multiprocessing``'s spawn
     and forkserver, ``concurrent.futures``' process pools), which raises no audit event, everywhere it is
     held with a wrapper that refuses the package's frames. The original lives only in the frame of a
@@ -553,9 +577,16 @@ def _guard_spawns(from_package, refusal, keeper):
         return pid
 
     keeper.append(gen)
+    holders = holders if type(holders) is dict else {}
     for m in list(sys.modules.values()):
         d = getattr(m, "__dict__", None)
         if isinstance(d, dict):
+            hit = holders.get(id(d))
+            if hit is not None and type(hit) is tuple and hit[0] is d and hit[1] == len(d):
+                for k in hit[2]:  # (exact str names: the parent's, read before any code under test)
+                    if d.get(k) is original:
+                        d[k] = fork_exec
+                continue
             for k, v in list(d.items()):
                 if v is original:
                     d[k] = fork_exec

@@ -110,8 +110,10 @@ def _guard_config():
 def _ahead(name):
     """What the grading server's parent read or made before it forked (``SEAL_AHEAD``: the seal and its code,
     ``frog_seal.ahead``; ``SLOTS_AHEAD``: the library functions in comparison slots, ``frog_vault.library_slots``;
-    ``LIBRARY_AHEAD``: what the preloaded plugins' files compile to, ``frog_vault.library_ahead``;
-    ``_REWRITTEN`` and ``CANARY_CODE``: the test modules' and the canaries' code)
+    ``LIBRARY_AHEAD``: what the preloaded plugins' files compile to, ``frog_vault.library_ahead``; ``SPAWNS_AHEAD``:
+    where the modules hold ``_posixsubprocess.fork_exec``, ``frog_guard.spawn_holders``;
+    ``_REWRITTEN`` and ``CANARY_CODE``: the test modules' and the canaries' code; ``TEST_KEYS``: the keys of the
+    test modules' code, ``frog_guard.code_keys``)
     when this process is its child (its ``__main__``, where nothing but pytest has run since the fork), else None."""
     main = sys.modules.get("__main__")
     if type(main) is type(sys) and vars(main).get("__file__") == "/frog/plugin/frog_server.py":
@@ -133,7 +135,8 @@ def _test_files():
 # (and what pytest then runs, where it was made here: a grading server's child runs its parent's)
 _test_code = None
 if _graded:
-    _test_code, _made_here = _guard_module.test_code(_test_files(), _ahead("_REWRITTEN"), _ahead("CANARY_CODE"))
+    _test_code, _made_here = _guard_module.test_code(_test_files(), _ahead("_REWRITTEN"), _ahead("CANARY_CODE"),
+                                                     _ahead("TEST_KEYS"))
     if _made_here:
         _guard_module.use_test_code(_made_here)
     del _made_here
@@ -142,7 +145,7 @@ _guard = _guard_config()
 if _guard:
     if not _graded:  # a process a test started (sitecustomize.py), or an ungraded run with a guard
         _guard_module = _sibling("frog_guard")
-    _guard_module.install(_guard, _guard_hits, _test_code)
+    _guard_module.install(_guard, _guard_hits, _test_code, _ahead("SPAWNS_AHEAD"))
 
 _selected = None
 _wanted = None

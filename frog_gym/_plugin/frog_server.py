@@ -348,8 +348,33 @@ child's vault judges those plugins' hook implementations (and ``_ChildPlugin``'s
 instead of compiling each file again in every grade. The files are read-only mounts outside the repository."""
 
 
+TEST_KEYS = {}
+"""The keys (``frog_guard.code_keys``) of the test modules' code this parent made (``_REWRITTEN``): id -> (code,
+keys), made again only for new code. A child's guard takes them for that very code instead of reading every code
+object and constant of each test module again."""
+_CODE_KEYS = None
+
+
+def _test_keys():
+    """Bring :data:`TEST_KEYS` up to ``_REWRITTEN`` (before a fork: nothing of a package runs here)."""
+    if _CODE_KEYS is None:
+        return
+    now = {}
+    for _, code in list(_REWRITTEN.values()):
+        hit = TEST_KEYS.get(id(code))
+        now[id(code)] = hit if hit is not None and hit[0] is code else (code, _CODE_KEYS([code]))
+    TEST_KEYS.clear()
+    TEST_KEYS.update(now)
+
+
+SPAWNS_AHEAD = None
+"""Where the modules loaded here hold ``_posixsubprocess.fork_exec`` (``frog_guard.spawn_holders``): a child's guard
+replaces it there, reading only the modules loaded or grown since, instead of every value of every module."""
+
+
 def _seal_ahead():
-    global SEAL_AHEAD, SLOTS_AHEAD, LIBRARY_AHEAD
+    global SEAL_AHEAD, SLOTS_AHEAD, LIBRARY_AHEAD, SPAWNS_AHEAD, _CODE_KEYS
+    import frog_guard
     import frog_seal
     import frog_vault
 
@@ -370,9 +395,12 @@ def _seal_ahead():
                  if name.split(".")[0] in _PRELOADED_PLUGINS and any(
                      k.startswith("pytest_") and callable(v) for k, v in list(vars(m).items()))]
         LIBRARY_AHEAD = frog_vault.library_ahead([*files, os.path.abspath(__file__)], TESTBED)
+        sys.modules.pop("frog_guard", None)  # (last: the modules as a child finds them, less the plugin's own)
+        SPAWNS_AHEAD = frog_guard.spawn_holders()
+        _CODE_KEYS = frog_guard.code_keys
     finally:
-        for name in ("frog_seal", "frog_vault"):  # a child's plugin loads its own copies, never through sys.modules
-            sys.modules.pop(name, None)
+        for name in ("frog_guard", "frog_seal", "frog_vault"):  # a child's plugin loads its own copies, never
+            sys.modules.pop(name, None)  # through sys.modules
 
 
 def main():
@@ -426,6 +454,7 @@ def main():
             canaries = _canary_code(req)
         except Exception:  # noqa: BLE001 (the child rewrites the whole file instead, as cold)
             canaries = None
+        _test_keys()
         gc.freeze()
         code, usage, clean = fork_run(lambda: _child(req, pytest, canaries), start + req["timeout"])
         own = os.times()
