@@ -118,20 +118,26 @@ def one_pass(ids: list[str], meter: CpuMeter, impact: bool) -> None:
             cpu["  the host thread"] += host
         if not info.get("resolved"):
             raise SystemExit(f"{task_id} was not resolved: {info.get('report')}")
+    faults = 0
     for (kind, _), server in grading_server._POOL.items():
         cpu["  the grading servers (children, parents, starts)" if kind == "grader" else
             "  the oracle servers' replays"] += server.cpu_seconds
+        if kind == "grader":
+            cpu["    their children's time in the kernel"] += server.system_seconds
+            faults += server.faults
     a = meter.read()
     env.close()
     cpu["close"] += meter.read() - a
     print(f"pass of {len(ids)} episodes ({'cold' if not grading_server.enabled() else 'warm'}, test-impact selection "
           f"{'on' if impact else 'off'}): {meter.read() - start:.2f} s CPU")
     order = ["resets", "steps", "grading", "  first episodes of a repository", "  the other episodes",
-             "  the host thread", "  the grading servers (children, parents, starts)", "  the oracle servers' replays",
-             "close"]
+             "  the host thread", "  the grading servers (children, parents, starts)",
+             "    their children's time in the kernel", "  the oracle servers' replays", "close"]
     for k in order:
         if k in cpu:
             print(f"  {k:52} {cpu[k]:6.2f} s")
+    if faults:
+        print(f"  the grading servers' children took {faults} page faults ({faults / len(ids):.0f} a grade)")
 
 
 def main() -> None:

@@ -458,7 +458,8 @@ def main():
         gc.freeze()
         code, usage, clean = fork_run(lambda: _child(req, pytest, canaries), start + req["timeout"])
         own = os.times()
-        _say({"made": made, "exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime, "parent_cpu": own.user + own.system,
+        _say({"made": made, "exit": code, "clean": clean, "cpu": usage.ru_utime + usage.ru_stime,
+              "system": usage.ru_stime, "faults": usage.ru_minflt, "parent_cpu": own.user + own.system,
               "seconds": time.monotonic() - start, "new": new, "tables": TABLES})
 
 

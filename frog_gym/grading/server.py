@@ -276,6 +276,11 @@ class GradingServer(ForkServer):
         self.code_made = 0
         """How many test or package modules the parent rewrote or compiled for the last grade (the others'
         code came from its caches)."""
+        self.system_seconds = 0.0
+        """Of its children's CPU seconds, those spent in the kernel (a forked child's first write to each page of
+        the parent's memory copies that page: ``faults``)."""
+        self.faults = 0
+        """Page faults its children took (minor: pages copied or zeroed, none read from disk)."""
         self.tables: str | None = None
         """Where the parent's hypothesis Unicode tables came from: ``"made"`` (a walk of every code point),
         ``"kept"`` (the host's store), None (no hypothesis preloaded, or no grade yet)."""
@@ -400,6 +405,8 @@ class GradingServer(ForkServer):
         parent = float(reply.get("parent_cpu", 0.0))
         self.cpu_seconds += float(reply.get("cpu", 0.0)) + parent - self._parent_cpu
         self._parent_cpu = parent
+        self.system_seconds += float(reply.get("system", 0.0))
+        self.faults += int(reply.get("faults", 0))
         output = _read_tail(self.out, "log.txt")
         if reply["exit"] is None:  # the code under test ran past the limit, which is its doing (as cold)
             return RunResult({t: TestStatus.FAILED for t in ids}, None,
