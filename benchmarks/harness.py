@@ -91,6 +91,13 @@ Session 22, another machine again, ``--rounds 2``: at the start (d8dc732, load 1
 29.0 / 30.0); an hour later, the final tree (test modules held to what pytest runs of them, by value; load 1.0-1.5)
 1.99x (50.1 / 49.2, 26.1 / 23.9) and the start's tree again, right after it (a worktree, load 1.1-1.7) 1.93x (48.6 /
 48.1, 25.4 / 24.7): the machine's speed moved more than the change did. Target 2x: not met.
+Session 23, another machine (load 0.6-1.9), ``--rounds 2`` at the start (b2fcf5e): 1.92x (cold 42.7 / 41.4, warm 22.2 /
+21.7). A forked grade then stopped paying for what only a process that frees its memory needs (pytest's five
+collections at cleanup) and for what its parent can read once before any code under test runs (the preloaded
+plugins' files compiled for the vault, the seal's items and code ids, where the modules hold ``fork_exec``, the test
+modules' code keys): ``--against`` the start's tree, ``--rounds 3``: warm CPU 20.40 -> 19.10 s (0.936). ``--rounds 2``
+or ``3`` five times over the session's last commits: 1.99x, 1.95x, 2.06x, 1.98x and, on the final tree, 1.98x
+(cold 38.6 / 38.1 / 38.7, warm 19.3 / 19.3 / 19.6; load 0.7-1.5). Target 2x: within the noise, not reliably met.
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection

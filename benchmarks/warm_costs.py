@@ -28,6 +28,12 @@ servers; the warm pass 22.1 s (first episodes 5.6, the others 15.0, the grading 
 Session 20 (load 0.3-1.9), at the start and on the final tree: the warm pass 16.84 and 16.35 s (first episodes 4.62
 and 3.79: attrs' server no longer walks every code point for hypothesis's tables; the host thread 1.70 and 1.43: the
 static check's module context read from statements alone; the others 11.20 and 11.55, the machine a little slower).
+
+Session 23 (another machine, load 0.2-1.2), at the start and on the final tree: the warm pass 20.89 and 18.64 s
+(the grading servers 16.01 and 14.19; the host thread 1.53 and 1.37; starts 1.59 + 0.61 and 1.51 + 0.67 s for the
+grading and oracle servers). Of the final pass's grading-server time, 1.02 s is its children's time in the kernel:
+329,145 page faults, 6,583 a grade (a forked child's first write to a page of its parent's memory, a reference count
+among it, copies that page; the Python runtime of these repositories has no immortal objects).
 """
 
 from __future__ import annotations
