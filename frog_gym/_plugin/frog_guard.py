@@ -64,8 +64,8 @@ def test_code(files, parent_code=None, canary_code=None, parent_keys=None):
     function, as its import hook rewrites them, or taken from the grading server's parent's code (``parent_code``:
     path -> (source bytes, code); ``canary_code``: (path, source bytes, code) of the canaries appended to their
     file) where the file's bytes are what the parent made it of, with the keys the parent made of that very code
-    (``parent_keys``: id -> (code, keys), :func:`code_keys` being a function of the code alone). A file that pytest does not rewrite
-    (``PYTEST_DONT_REWRITE``) is left out (the import system's compilation is read where needed). Returns that, and
+    (``parent_keys``: id -> (code, keys), :func:`code_keys` being a function of the code alone). A file that pytest
+    does not rewrite (``PYTEST_DONT_REWRITE``) is left out (the import system's compilation is read where needed). Returns that, and
     {absolute path: (source bytes, code)} of the code made here (pytest then runs that code: :func:`use_test_code`)."""
     import types
 
@@ -495,7 +495,7 @@ def install(config, found, pytests_code=None, holders=None):
         if from_package(caller()):
             raise refusal(why, kind)
 
-    _guard_spawns(from_package, refusal, keeper, holders)  # first: it imports _posixsubprocess, which the hook refuses
+    _guard_spawns(from_package, refusal, keeper, holders)  # first: it imports _posixsubprocess (the hook refuses that)
     sys.addaudithook(hook)
 
 

@@ -355,10 +355,12 @@ def pytest_sessionfinish(session, exitstatus, _audit=sys.audit):
 
 
 if _graded:  # last: every hook is defined, and nothing of the package under test has run yet
-    _vault.open_vault(_fifo, _key.read_exactly, _guard, _guard_hits, _seal.make_seal(_ahead("SEAL_AHEAD")), _seal.HOT, _seal.HOT_HOOKS, {
-        "configure": pytest_configure, "start": pytest_runtest_logstart, "record": pytest_runtest_logreport,
-        "end": pytest_runtest_logfinish, "collect_error": pytest_collectreport, "finish": pytest_sessionfinish,
-        "call": pytest_runtest_call, "made": pytest_runtest_makereport,
-        "select": pytest_collection_modifyitems}, sys.modules[__name__],
+    _vault.open_vault(
+        _fifo, _key.read_exactly, _guard, _guard_hits, _seal.make_seal(_ahead("SEAL_AHEAD")), _seal.HOT,
+        _seal.HOT_HOOKS, {
+            "configure": pytest_configure, "start": pytest_runtest_logstart, "record": pytest_runtest_logreport,
+            "end": pytest_runtest_logfinish, "collect_error": pytest_collectreport, "finish": pytest_sessionfinish,
+            "call": pytest_runtest_call, "made": pytest_runtest_makereport,
+            "select": pytest_collection_modifyitems}, sys.modules[__name__],
         (globals(), vars(_key), vars(_guard_module), vars(_seal), vars(_vault)), _selection(), _seal.code_of,
         _ahead("SEAL_AHEAD"), _ahead("SLOTS_AHEAD"), _test_code, _guard_module.code_keys, _ahead("LIBRARY_AHEAD"))
