@@ -97,7 +97,8 @@ collections at cleanup) and for what its parent can read once before any code un
 plugins' files compiled for the vault, the seal's items and code ids, where the modules hold ``fork_exec``, the test
 modules' code keys): ``--against`` the start's tree, ``--rounds 3``: warm CPU 20.40 -> 19.10 s (0.936). ``--rounds 2``
 or ``3`` five times over the session's last commits: 1.99x, 1.95x, 2.06x, 1.98x and, on the final tree, 1.98x
-(cold 38.6 / 38.1 / 38.7, warm 19.3 / 19.3 / 19.6; load 0.7-1.5). Target 2x: within the noise, not reliably met.
+(cold 38.6 / 38.1 / 38.7, warm 19.3 / 19.3 / 19.6; load 0.7-1.5); the final tree again, ``--rounds 2``: 1.93x (cold 41.1
+/ 39.5, warm 21.5 / 20.3; load 0.8-1.2). Target 2x: within the noise, not reliably met.
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
