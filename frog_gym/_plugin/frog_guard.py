@@ -511,8 +511,13 @@ def spawn_holders():
     for m in list(sys.modules.values()):
         d = getattr(m, "__dict__", None)
         if type(d) is dict:
-            out[id(d)] = (d, len(d), tuple(k for k, v in list(d.items()) if v is original))
+            out[id(d)] = (d, len(d), _holding(d, original))
     return out
+
+
+def _holding(d, value):
+    """The names under which the dictionary ``d`` holds ``value`` (by identity)."""
+    return tuple(k for k, v in list(d.items()) if v is value)
 
 
 def _guard_spawns(from_package, refusal, keeper, holders=None):
@@ -583,12 +588,10 @@ def _guard_spawns(from_package, refusal, keeper, holders=None):
         if isinstance(d, dict):
             hit = holders.get(id(d))
             if hit is not None and type(hit) is tuple and hit[0] is d and hit[1] == len(d):
-                for k in hit[2]:  # (exact str names: the parent's, read before any code under test)
-                    if d.get(k) is original:
-                        d[k] = fork_exec
-                continue
-            for k, v in list(d.items()):
-                if v is original:
-                    d[k] = fork_exec
+                names = [k for k in hit[2] if d.get(k) is original]  # (exact str: the parent's names)
+            else:
+                names = _holding(d, original)
+            for k in names:
+                d[k] = fork_exec
     subprocess._fork_exec = fork_exec
 
