@@ -755,9 +755,53 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # method's verdict also reads its class's name and its module's file, which the package can change without
     # touching the class; it is kept all the same: what the method does is the function held in the class's values,
     # so a lie that passes while those names are as they were passes a fresh walk in that state too (the package
-    # chooses them at every moment). A callable that is no function is never kept: its class, which the package
-    # can swap, decides what it does.
+    # chooses them at every moment). Then, what else those verdicts read, each compared by object:
+    # [6] each wrapper a slot holds (a static or class method, property, partial, bound method) with the function
+    # it wrapped (``__init__`` and ``__setstate__`` called again change what one wraps, in place); [7] each callable
+    # that is no function, which made() found no package's, with its class, and [8] that class with its MRO: what
+    # made() read of it is its MRO's dictionaries, which are held with the slots' classes (names and values
+    # compared), and :func:`callable_witness` keeps a callable only where every value there is a function, a
+    # wrapper of one (put in [6]) or an object of a type whose dictionary and class can't change.
     walked = []
+
+    def callable_witness(value, index, held, wrappers, mros):
+        """Whether made(``value``) (a callable that is no function, found no package's) reads nothing that the checks
+        of a kept walk miss: its class, that class's MRO (kept in ``mros``), each non-static base's dictionary (each
+        base once in ``held``: index in the heap -> (class, the values read here), as a slot's class is) and in it only
+        functions, wrappers of functions (kept in ``wrappers``) and objects of static types whose MRO is static."""
+        if unwrapped(value) is not value:  # a wrapper of something that is no function
+            return False
+        t = type_(value)
+        if issubclass_(t, type_):  # a class: made() reads its own MRO, two levels down
+            return False
+        seen = mros.get(ident(t))
+        if seen is not None:
+            return seen[0] is t
+        mro, bases = mro_of(t), []
+        for base in mro:
+            if base is object_ or flags_of(base) & immutable:
+                continue
+            i = index.get(ident(base))
+            if i is None:
+                return False
+            values = tuple_(proxy_values(dict_of(base)))  # (one C call: what is examined is what is kept)
+            for x in values:
+                tx = type_(x)
+                if tx is FunctionType:
+                    if recoded.get(ident(x)) is x:
+                        return False
+                elif tx is staticmethod_ or tx is classmethod_ or tx is property_ or tx is partial or \
+                        tx is MethodType:
+                    inner = unwrapped(x)
+                    if type_(inner) is not FunctionType or recoded.get(ident(inner)) is inner:
+                        return False
+                    wrappers.append((x, inner))
+                elif issubclass_(tx, type_) or not all_(b is object_ or flags_of(b) & immutable for b in mro_of(tx)):
+                    return False
+            bases.append((i, base, values))
+        mros[ident(t)] = (t, mro)
+        held.update((i, (base, values)) for i, base, values in bases if i not in held)
+        return True
 
     def lying_values():
         """Each class alive now that holds, as a comparison or format method (:data:`_BEHAVIOUR_SLOTS`), code
@@ -772,11 +816,14 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         heap = heap_classes()
         views = list_(map_(dict_of, heap))
         if walked and len_(recoded) == walked[5] and len_(heap) == len_(walked[0]):
-            ids, sizes, names, held, values, _ = walked
+            ids, sizes, names, held, values, _, wrappers, typed, mros = walked
             if all_(chain_(map_(eq_, map_(ident, heap), ids), map_(eq_, map_(len_, views), sizes),
                            map_(is_, from_iterable(views), names),
                            map_(is_, map_(getitem_, repeat_(heap), map_(first, held)), map_(second, held)),
-                           map_(is_, from_iterable(map_(proxy_values, map_(dict_of, map_(second, held)))), values))):
+                           map_(is_, from_iterable(map_(proxy_values, map_(dict_of, map_(second, held)))), values),
+                           map_(is_, map_(unwrapped, map_(first, wrappers)), map_(second, wrappers)),
+                           map_(is_, map_(type_, map_(first, typed)), map_(second, typed)),
+                           map_(is_, map_(mro_of, map_(first, mros)), map_(second, mros)))):
                 return []
         walked.clear()
         n = len_(heap)
@@ -806,16 +853,26 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
             return files[module]
 
         prefix, out, kept = root + "/", [], True  # kept: every verdict below is one fine_before keeps
+        # the classes whose values a kept walk compares (index in the heap -> (class, values as examined))
+        held, wrappers, typed, mros, index = {i: (heap[i], values) for i, _, values in found}, [], [], {}, None
         for i, own_names, own_values in found:
             cls, hits = heap[i], []
             for k, v in zip_(own_names, own_values):
                 if type_(k) is str_type and k in slots and ident(type_(v)) not in c_kinds:
                     f = function_of(v)
-                    if f is None:  # made() keeps no verdict for other callables, whose class may change
-                        kept = False
+                    if f is None:  # made() keeps its verdict on other callables only as callable_witness says
                         if made(v):
                             hits.append((k, None))
+                        elif kept:
+                            if index is None:
+                                index = dict_(zip_(map_(ident, heap), range_(n)))
+                            if callable_witness(v, index, held, wrappers, mros):
+                                typed.append((v, type_(v)))
+                            else:
+                                kept = False
                     else:
+                        if type_(v) is not FunctionType:
+                            wrappers.append((v, f))
                         hits.append((k, f))
             if not hits:
                 continue
@@ -864,8 +921,10 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                     out.append(f"code under test gave {cq or 'a class'} a {name} that {rel} does not define "
                                f"there ({qual or 'no name'}): a value that compares as it likes")
         if not out and kept and exact:
-            walked[:] = (tuple_(map_(ident, heap)), snap[:n], flat_names, tuple_((i, heap[i]) for i, _, _ in found),
-                         tuple_(from_iterable(values for _, _, values in found)), len_(recoded))
+            walked[:] = (tuple_(map_(ident, heap)), snap[:n], flat_names,
+                         tuple_((i, cls) for i, (cls, _) in dict_items(held)),
+                         tuple_(from_iterable(values for _, values in dict_values(held))),
+                         len_(recoded), tuple_(wrappers), tuple_(typed), tuple_(dict_values(mros)))
         return out
 
     def package_class(cls):
