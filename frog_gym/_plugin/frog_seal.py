@@ -23,26 +23,25 @@ def make_seal(prior=None):
     hook caller) to rewrite outcomes is then seen however it got hold of the module: the static check only
     reads what the edits spell out.
 
-    ``prior``: :func:`ahead`'s (a grading server's parent's), or None. A dictionary whose items are all still the very
-    objects they were there (found by its entry's name) keeps the sealed items it had there (the same tuple object,
-    which :func:`code_of` then takes without comparing its items): what is sealed of a dictionary depends on its
-    items alone."""
+    ``prior``: :func:`ahead`'s (a grading server's parent's), or None. A dictionary whose keys and values are all still
+    the very objects they were there, in the same order (found by its entry's name), keeps the sealed items it had
+    there (the same tuple object, which :func:`code_of` then takes without comparing its items): what is sealed of a
+    dictionary depends on its items alone. The comparison makes no tuple per item: a grading server's child runs it
+    on pages its parent wrote, and each new object it made there would be more memory of its own."""
     import itertools
     import operator
     import types
 
     sealed, seen, before = [], set(), {}
     if type(prior) is tuple and len(prior) == 3 and len(prior[0]) == len(prior[2]):
-        for (name, _, items), every in zip(prior[0], prior[2]):
-            before[name] = (every, items)
-    flat, is_ = itertools.chain.from_iterable, operator.is_
+        for (name, _, items), (keys, values) in zip(prior[0], prior[2]):
+            before[name] = (keys, values, items)
+    chain, is_ = itertools.chain, operator.is_
 
     def own(name, d):
         hit = before.get(name)
-        if hit is not None:
-            now = tuple(d.items())
-            if len(now) == len(hit[0]) and all(map(is_, flat(now), flat(hit[0]))):
-                return hit[1]
+        if hit is not None and len(d) == len(hit[0]) and all(map(is_, chain(d, d.values()), chain(hit[0], hit[1]))):
+            return hit[2]
         return tuple((k, v) for k, v in d.items()
                      if k not in _UNSEALED and not (k.startswith("__") and k.endswith("__")))
 
@@ -98,11 +97,11 @@ def code_of(sealed, known=None):
 
 
 def ahead():
-    """The seal, its code ids (:func:`code_of`) and every sealed dictionary's items as they were, made by a grading
-    server's parent before it forks, where nothing of a package under test ever ran: a child's report plugin makes
-    its seal from it (:func:`make_seal`) and hands it to the vault, which takes the ids."""
+    """The seal, its code ids (:func:`code_of`) and every sealed dictionary's keys and values as they were, made by a
+    grading server's parent before it forks, where nothing of a package under test ever ran: a child's report plugin
+    makes its seal from it (:func:`make_seal`) and hands it to the vault, which takes the ids."""
     sealed = make_seal()
-    return sealed, code_of(sealed), tuple(tuple(d.items()) for _, d, _ in sealed)
+    return sealed, code_of(sealed), tuple((tuple(d), tuple(d.values())) for _, d, _ in sealed)
 
 
 HOT = ("_pytest.runner", "_pytest.reports", "_pytest.python", "_pytest.main", "_pytest.skipping",

@@ -281,6 +281,70 @@ CANARY_CODE = None
 before any code under test runs, with ``_REWRITTEN``: what pytest runs of each test module)."""
 
 
+_CONFIG = None
+"""pytest's configuration as ``_pytest.config.get_config`` makes it at the start of a run, before any argument is parsed:
+the plugin manager with pytest's default plugins registered and their options added, nothing of ``/testbed`` read, no
+plugin of the run's own loaded. (the ``-p no:`` plugins it blocks, the Config), made by the parent at the first request
+(every request of a repository blocks the same ones) and again where those differ; a child's ``get_config`` takes it
+(:func:`_take_config`) instead of making the same again, its invocation parameters the child's own."""
+
+
+def _blocked(args):
+    """The plugins ``args`` block (``-p no:NAME``, as pytest's ``consider_preparse`` reads them), in order."""
+    out, i = [], 0
+    while i < len(args):
+        opt, i = args[i], i + 1
+        if opt == "-p":
+            if i >= len(args):
+                break
+            parg, i = args[i], i + 1
+        elif opt.startswith("-p"):
+            parg = opt[2:]
+        else:
+            continue
+        if parg.strip().startswith("no:"):
+            out.append(parg.strip())
+    return tuple(out)
+
+
+def _config_ahead(args):
+    """Make ``_CONFIG`` for a request's arguments where the one in hand blocks other plugins (nothing of the request's
+    tree is read: what ``get_config`` does is register pytest's own modules, loaded here already)."""
+    global _CONFIG
+    blocked = _blocked(args)
+    if _CONFIG is not None and _CONFIG[0] == blocked:
+        return
+    _CONFIG = None
+    from _pytest import config as pytest_config
+
+    try:
+        _CONFIG = blocked, pytest_config.get_config(list(args), None)
+    except Exception:  # noqa: BLE001 (only a saving: each child then makes its own, as cold)
+        _CONFIG = None
+
+
+def _take_config():
+    """Let this child's ``pytest.main`` take the parent's ``_CONFIG`` where its arguments block the same plugins: the
+    object ``get_config`` would make here (its invocation parameters set as it sets them: the arguments, the plugins,
+    this working directory). pytest's own ``get_config`` is back in its module at its first call, before any plugin of
+    the run's loads."""
+    from _pytest import config as pytest_config
+
+    own = pytest_config.get_config
+
+    def get_config(args=None, plugins=None):
+        pytest_config.get_config = own
+        made = _CONFIG
+        if made is None or not isinstance(args, list) or made[0] != _blocked(args):
+            return own(args, plugins)
+        config = made[1]
+        config.invocation_params = pytest_config.Config.InvocationParams(args=args, plugins=plugins,
+                                                                         dir=__import__("pathlib").Path.cwd())
+        return config
+
+    pytest_config.get_config = get_config
+
+
 def _child(req, pytest, canaries):
     """Become ``python -m pytest <args>`` run in /testbed, and run it (never returns)."""
     global CANARY_CODE
@@ -307,6 +371,7 @@ def _child(req, pytest, canaries):
 
     rewrite.AssertionRewritingHook._warn_already_imported = _warn_unless_preloaded
     _use_code(canaries)
+    _take_config()
     sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *req["args"]]
     try:
         code = pytest.main(plugins=[_ChildPlugin])
@@ -455,6 +520,7 @@ def main():
         except Exception:  # noqa: BLE001 (the child rewrites the whole file instead, as cold)
             canaries = None
         _test_keys()
+        _config_ahead(req["args"])
         gc.freeze()
         code, usage, clean = fork_run(lambda: _child(req, pytest, canaries), start + req["timeout"])
         own = os.times()
