@@ -1034,7 +1034,7 @@ def _kept_analysis(path: str, source: bytes) -> Analysis | None:
          "vocabulary": sorted(got[1]) if got else [],
          "parts": [parts[0], [[digest, [_rows_of(part.hits), sorted(part.vocabulary)]] for digest, part in parts[1]]]
          if parts else None}
-    _keep(f, d)
+    keep_json(f, d)
     return got
 
 
@@ -1044,7 +1044,7 @@ def _kept_file(key: str):
     return paths.home() / "analyses" / key[:2] / f"{key}.json"
 
 
-def _keep(f, d: dict) -> None:
+def keep_json(f, d: dict) -> None:
     """Write a kept entry whole (a reader sees the old file or the new one); a read-only home only costs the time
     the next process spends making it again."""
     try:
@@ -1205,7 +1205,7 @@ def _kept_defined_code(source: bytes) -> tuple[str, ...]:
     except (OSError, ValueError, AttributeError):
         pass
     got = _defined_code(source)
-    _keep(f, {"key": key, "code": list(got)})
+    keep_json(f, {"key": key, "code": list(got)})
     return got
 
 

@@ -10,6 +10,7 @@ oracle (:mod:`frog_gym.grading.oracle`) use them without importing :mod:`frog_gy
 
 from __future__ import annotations
 
+import base64
 import enum
 import fcntl
 import functools
@@ -28,7 +29,7 @@ from typing import Any
 from frog_gym import paths
 
 from frog_gym.errors import SourceError
-from frog_gym.grading.integrity import Canaries, kept_defined_names, verify
+from frog_gym.grading.integrity import Canaries, keep_json, kept_defined_names, verify
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox import make_sandbox
 from frog_gym.catalog.snapshot import PreparedRepo
@@ -334,9 +335,14 @@ def patch_files(patch: str) -> frozenset[str]:
 
 def _patched(template: Template, patch: str, label: str) -> dict[str, bytes | None] | str:
     """The files ``patch`` touches, as they read once it is applied to ``template`` (None: deleted), or why
-    it does not apply. Cached per template and patch."""
-    key = (str(template.root), hashlib.sha256(patch.encode()).hexdigest())
+    it does not apply. Cached per template and patch, in this process and on disk (:func:`_kept_patched`)."""
+    digest = hashlib.sha256(patch.encode()).hexdigest()
+    key = (str(template.root), digest)
     if key not in _PATCHED:
+        kept = _kept_patched(template, digest)
+        if kept is not None:
+            _PATCHED[key] = kept
+            return kept
         files = sorted(patch_files(patch))
         with tempfile.TemporaryDirectory(dir=paths.home()) as d:
             for f in files:
@@ -349,7 +355,28 @@ def _patched(template: Template, patch: str, label: str) -> dict[str, bytes | No
             except SourceError as e:
                 return str(e)
             _PATCHED[key] = {f: (Path(d) / f).read_bytes() if (Path(d) / f).is_file() else None for f in files}
+        keep_json(_patched_file(template, digest), {
+            "template": template.root.name, "patch": digest,
+            "files": {f: None if b is None else base64.b64encode(b).decode() for f, b in _PATCHED[key].items()}})
     return _PATCHED[key]
+
+
+def _patched_file(template: Template, digest: str) -> Path:
+    return paths.home() / "patched" / template.root.name / f"{digest}.json"
+
+
+def _kept_patched(template: Template, digest: str) -> dict[str, bytes | None] | None:
+    """What :func:`_patched` made of this patch and template in an earlier process, from ``$FROG_GYM_HOME/patched``
+    (host-only: no sandbox mounts it; a template's folder is named by the digest of what it was built from, and
+    never changes once built), so that each process grading a task does not run ``git apply`` on its test and gold
+    patches again: two per grade. None where there is none, or it does not read back as written."""
+    try:
+        d = json.loads(_patched_file(template, digest).read_text(encoding="utf-8"))
+        if d.get("template") != template.root.name or d.get("patch") != digest:
+            return None
+        return {str(f): None if b is None else base64.b64decode(b, validate=True) for f, b in d["files"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # (a bad base64 is a ValueError)
+        return None
 
 
 _PATCHED: dict[tuple[str, str], dict[str, bytes | None]] = {}
