@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -29,7 +30,7 @@ from frog_gym.grading.integrity import Canaries
 from frog_gym.catalog.snapshot import prepare
 from frog_gym.catalog.spec import load_repo
 from frog_gym.catalog.task import load_task, registered_task_ids
-from frog_gym.sandbox.workspace import Change, Workspace, template_for
+from frog_gym.sandbox.workspace import Change, Workspace, append_file, template_for
 
 FLAT = "inflection__handwritten-0001"
 SRC = "humanize__missing_branch-08a9c4b2"  # src layout
@@ -305,6 +306,48 @@ def test_the_code_caches_serve_only_unchanged_bytes():
     lines = ((template.root / canaries.file).read_bytes() + canaries.source.encode()).decode().splitlines()
     raise_at = lines.index(f"def {canaries.must_fail[1]}():") + 2
     assert f'"/testbed/{canaries.file}", line {raise_at}, in {canaries.must_fail[1]}' in again.output
+
+
+def test_a_child_runs_with_the_configuration_a_cold_run_would_make(tmp_path):
+    """The parent makes pytest's configuration start once (plugin manager, default plugins, their options) and each
+    child's get_config takes it: with the child's own invocation parameters, the spec's blocked plugins blocked, and
+    nothing one child did to it seen by the next (each is a copy made by fork). The probe is a test of the graded
+    file, run warm twice and cold once."""
+    task, repo, template = _setup(FLAT)
+    server = grading_server.server_for(repo, template)
+    assert server is not None, grading_server._REFUSED
+    file = grading.test_files_of(task.FAIL_TO_PASS)[0]
+    probe = _append(template, file, """
+
+        def test_frog_configuration_probe(request):
+            import sys
+            from pathlib import Path
+            config = request.config
+            assert config.invocation_params.dir == Path("/testbed") == Path.cwd()
+            assert config.invocation_params.args == tuple(sys.argv[1:]) and config.args == [
+                a for a in sys.argv[1:] if a.endswith(".py")]
+            assert config.pluginmanager.is_blocked("cacheprovider")
+            assert config.pluginmanager.get_plugin("cacheprovider") is None
+            assert config.pluginmanager.get_plugin("frog_report") is not None
+            assert config.option.tbstyle == "native"
+            assert not hasattr(config, "_frog_seen")  # what an earlier child set on its own copy
+            config._frog_seen = True
+    """)
+    ids = (*task.selected_tests, f"{file}::test_frog_configuration_probe")
+    fix = gold(repo, task, template)
+    with server.lock:
+        runs = [server.run(template, [*fix, probe], ids, _canaries(task, seed), 120) for seed in (0, 1)]
+    tree, canaries = tmp_path / "tree", _canaries(task, 2)  # the same run cold, as grade() runs it there
+    shutil.copytree(template.root, tree, symlinks=True)
+    for c in [*fix, probe]:
+        (tree / c.path).write_bytes(c.new)
+    append_file(tree, canaries.file, canaries.source.encode())
+    runs.append(grading.run_tests(repo, tree, ids, 120, canaries=canaries, authenticate=True,
+                                  protect=repo.spec.tests.paths, args=grading.GRADING_PYTEST_ARGS,
+                                  guard=grading.guard_for(repo, task, canaries, template, fix)))
+    for i, r in enumerate(runs):
+        assert r.statuses[ids[-1]] is TestStatus.PASSED, (i, r.output[-3000:])
+        assert all(r.statuses[t].ok for t in task.selected_tests), r.note
 
 
 def test_a_warm_child_still_runs_the_atexit_handlers_of_the_code_under_test():

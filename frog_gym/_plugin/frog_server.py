@@ -337,10 +337,13 @@ def _take_config():
         made = _CONFIG
         if made is None or not isinstance(args, list) or made[0] != _blocked(args):
             return own(args, plugins)
-        config = made[1]
-        config.invocation_params = pytest_config.Config.InvocationParams(args=args, plugins=plugins,
-                                                                         dir=__import__("pathlib").Path.cwd())
-        return config
+        try:
+            params = pytest_config.Config.InvocationParams(args=args, plugins=plugins,
+                                                           dir=__import__("pathlib").Path.cwd())
+        except Exception:  # noqa: BLE001 (a pytest whose parameters are made otherwise: its own get_config, as cold)
+            return own(args, plugins)
+        made[1].invocation_params = params
+        return made[1]
 
     pytest_config.get_config = get_config
 
