@@ -103,9 +103,9 @@ Session 24, the same machine (load 0.6-1.9): the vault's kept walk also holding 
 walk of a flask grade was a full one), pytest's configuration start made by the server's parent, the seal compared
 without a tuple per item, a task's applied test and gold patches kept on disk (no ``git apply`` per grade, both
 sides): ``--against`` the start's tree (7f2b523), ``--rounds 3``, after the first of these: warm CPU 19.31 ->
-18.92 s (0.980). ``--rounds 2`` four times over the session's last commits: 2.02x (cold 40.0 / 38.8, warm 19.6 /
-19.5), then on the final code 2.00x (40.3 / 39.6, 19.9 / 20.1), 1.98x (38.4 / 39.9, 19.3 / 20.2) and 2.04x (39.2 /
-38.8, 19.2 / 19.1). Target 2x: on the line, within the noise; not reliably met.
+18.92 s (0.980). ``--rounds 2`` five times over the session's last commits: 2.02x (cold 40.0 / 38.8, warm 19.6 /
+19.5), 2.00x (40.3 / 39.6, 19.9 / 20.1), 1.98x (38.4 / 39.9, 19.3 / 20.2), 2.04x (39.2 / 38.8, 19.2 / 19.1) and, on
+the final tree, 2.04x (40.3 / 40.0, 19.8 / 19.5). Target 2x: on the line, within the noise; not reliably met.
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
