@@ -105,7 +105,8 @@ without a tuple per item, a task's applied test and gold patches kept on disk (n
 sides): ``--against`` the start's tree (7f2b523), ``--rounds 3``, after the first of these: warm CPU 19.31 ->
 18.92 s (0.980). ``--rounds 2`` five times over the session's last commits: 2.02x (cold 40.0 / 38.8, warm 19.6 /
 19.5), 2.00x (40.3 / 39.6, 19.9 / 20.1), 1.98x (38.4 / 39.9, 19.3 / 20.2), 2.04x (39.2 / 38.8, 19.2 / 19.1) and, on
-the final tree, 2.04x (40.3 / 40.0, 19.8 / 19.5). Target 2x: on the line, within the noise; not reliably met.
+the final tree, 2.04x (40.3 / 40.0, 19.8 / 19.5); ``--rounds 4`` right after it: 1.98x (cold 39.9 / 40.6 / 39.7 /
+40.2, warm 20.3 / 20.3 / 19.6 / 20.6; load 0.8-1.7). Target 2x: on the line, within the noise; not reliably met.
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
