@@ -72,3 +72,24 @@ def test_a_kept_patch_that_does_not_read_back_as_written_is_applied_again(monkey
         assert grading._patched(template, task.patch, "again") == {name: b"\0\0\0" for name in good["files"]}
     finally:
         f.write_text(json.dumps(good), encoding="utf-8")
+
+
+def test_the_kept_patches_are_not_in_the_agents_sandbox():
+    """The kept files hold the gold fix and the hidden tests: no path of theirs may be readable where the agent runs."""
+    import gymnasium as gym
+
+    import frog_gym  # noqa: F401  (registers the envs)
+    from frog_gym import paths
+
+    task, template = _template()
+    assert isinstance(grading._patched(template, task.patch, "made"), dict)
+    kept = grading._patched_file(template, hashlib.sha256(task.patch.encode()).hexdigest())
+    assert kept.is_file()
+    env = gym.make(f"FrogSWE/{TID}-v0").unwrapped
+    try:
+        env.reset(seed=0)
+        probe = "; ".join(f"test -e {p} && echo SEEN {p}" for p in (kept, kept.parent, paths.home() / "patched"))
+        obs, *_ = env.step({"tool": "bash", "command": f"{probe}; echo PROBED"})
+    finally:
+        env.close()
+    assert "PROBED" in obs and "SEEN" not in obs, obs

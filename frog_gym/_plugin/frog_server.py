@@ -328,6 +328,8 @@ def _take_config():
     object ``get_config`` would make here (its invocation parameters set as it sets them: the arguments, the plugins,
     this working directory). pytest's own ``get_config`` is back in its module at its first call, before any plugin of
     the run's loads."""
+    from pathlib import Path
+
     from _pytest import config as pytest_config
 
     own = pytest_config.get_config
@@ -338,8 +340,7 @@ def _take_config():
         if made is None or not isinstance(args, list) or made[0] != _blocked(args):
             return own(args, plugins)
         try:
-            params = pytest_config.Config.InvocationParams(args=args, plugins=plugins,
-                                                           dir=__import__("pathlib").Path.cwd())
+            params = pytest_config.Config.InvocationParams(args=args, plugins=plugins, dir=Path.cwd())
         except Exception:  # noqa: BLE001 (a pytest whose parameters are made otherwise: its own get_config, as cold)
             return own(args, plugins)
         made[1].invocation_params = params

@@ -765,43 +765,45 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     walked = []
 
     def callable_witness(value, index, held, wrappers, mros):
-        """Whether made(``value``) (a callable that is no function, found no package's) reads nothing that the checks
-        of a kept walk miss: its class, that class's MRO (kept in ``mros``), each non-static base's dictionary (each
-        base once in ``held``: index in the heap -> (class, the values read here), as a slot's class is) and in it only
-        functions, wrappers of functions (kept in ``wrappers``) and objects of static types whose MRO is static."""
+        """The class of ``value`` (a callable that is no function) where made() finds it no package's by reading
+        nothing that the checks of a kept walk miss, else None: that class, its MRO (kept in ``mros``), each non-static
+        base's dictionary (each base once in ``held``: index in the heap -> (class, the values read here), as a slot's
+        class is) and in it only functions and wrappers of functions (kept in ``wrappers``) that made() finds no
+        package's, and objects of static types whose MRO is static. The verdict is made here, on the very objects
+        kept (a thread of the package's may have changed them since made() first read them)."""
         if unwrapped(value) is not value:  # a wrapper of something that is no function
-            return False
+            return None
         t = type_(value)
         if issubclass_(t, type_):  # a class: made() reads its own MRO, two levels down
-            return False
+            return None
         seen = mros.get(ident(t))
         if seen is not None:
-            return seen[0] is t
+            return t if seen[0] is t else None
         mro, bases = mro_of(t), []
         for base in mro:
             if base is object_ or flags_of(base) & immutable:
                 continue
             i = index.get(ident(base))
             if i is None:
-                return False
+                return None
             values = tuple_(proxy_values(dict_of(base)))  # (one C call: what is examined is what is kept)
             for x in values:
                 tx = type_(x)
                 if tx is FunctionType:
-                    if recoded.get(ident(x)) is x:
-                        return False
+                    if recoded.get(ident(x)) is x or made(x, 1):
+                        return None
                 elif tx is staticmethod_ or tx is classmethod_ or tx is property_ or tx is partial or \
                         tx is MethodType:
                     inner = unwrapped(x)
-                    if type_(inner) is not FunctionType or recoded.get(ident(inner)) is inner:
-                        return False
+                    if type_(inner) is not FunctionType or recoded.get(ident(inner)) is inner or made(inner, 1):
+                        return None
                     wrappers.append((x, inner))
                 elif issubclass_(tx, type_) or not all_(b is object_ or flags_of(b) & immutable for b in mro_of(tx)):
-                    return False
+                    return None
             bases.append((i, base, values))
         mros[ident(t)] = (t, mro)
         held.update((i, (base, values)) for i, base, values in bases if i not in held)
-        return True
+        return t
 
     def lying_values():
         """Each class alive now that holds, as a comparison or format method (:data:`_BEHAVIOUR_SLOTS`), code
@@ -866,10 +868,11 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                         elif kept:
                             if index is None:
                                 index = dict_(zip_(map_(ident, heap), range_(n)))
-                            if callable_witness(v, index, held, wrappers, mros):
-                                typed.append((v, type_(v)))
-                            else:
+                            t = callable_witness(v, index, held, wrappers, mros)
+                            if t is None:
                                 kept = False
+                            else:
+                                typed.append((v, t))
                     else:
                         if type_(v) is not FunctionType:
                             wrappers.append((v, f))
