@@ -386,6 +386,28 @@ def test_partial_credit_counts_the_oracle_calls_that_agree():
     assert GradeReport.from_dict(r.to_dict()).oracle == r.oracle
 
 
+def test_a_grade_report_as_a_dictionary_is_what_asdict_makes_and_shares_no_container():
+    from dataclasses import asdict
+
+    from frog_gym.grading.grade import GradeReport, ResolvedStatus
+
+    r = GradeReport(ResolvedStatus.PARTIAL, {"t::a": "PASSED", "t::b": "FAILED"},
+                    {"success": ["t::a"], "failure": []}, {"success": [], "failure": ["t::b"]}, 1, 0.5,
+                    discarded={"x.py": "a test file"}, tampering=["flag"],
+                    oracle={"calls": 2, "matched": 1, "passed": False, "mismatch": [{"at": (1, "f")}]})
+    want = asdict(r)
+    want["resolved"] = r.resolved.value
+    got = r.to_dict()
+    assert got == want and json.loads(json.dumps(got)) == json.loads(json.dumps(want))
+    assert type(got["oracle"]["mismatch"][0]["at"]) is tuple
+    got["tests"]["t::a"] = "FAILED"
+    got["fail_to_pass"]["success"].append("t::z")
+    got["oracle"]["mismatch"][0]["at"] = None
+    assert r.tests["t::a"] == "PASSED" and r.fail_to_pass["success"] == ["t::a"]
+    assert r.oracle["mismatch"][0]["at"] == (1, "f")
+    assert GradeReport.from_dict(r.to_dict()) == r
+
+
 PROBE = textwrap.dedent('''\
     import os as _os
 

@@ -441,11 +441,27 @@ SPAWNS_AHEAD = None
 replaces it there, reading only the modules loaded or grown since, instead of every value of every module."""
 
 
+def _part(name):
+    """The report plugin's part ``name`` (``frog_guard``...) for this parent's own reading, never put in ``sys.modules``:
+    run from the code the first request's compile list made of its file (``_COMPILED``: the host's store keeps it, as
+    it keeps the package's), where the file's bytes are still those, else compiled here."""
+    path = f"{PLUGIN}/{name}.py"
+    source = _source(path, [PLUGIN])
+    if source is None:
+        raise ImportError(f"the report plugin's {path} can't be read")
+    hit = _COMPILED.get(path)
+    code = hit[1] if hit is not None and hit[0] == source else _compiled(source, path)
+    module = type(sys)(name)
+    module.__file__ = path
+    exec(code, vars(module))
+    return module
+
+
 def _seal_ahead():
+    """Fill ``SEAL_AHEAD``, ``SLOTS_AHEAD``, ``LIBRARY_AHEAD`` and ``SPAWNS_AHEAD`` (at the first request, after its
+    code is made: the plugin's parts come from there, not compiled at every start)."""
     global SEAL_AHEAD, SLOTS_AHEAD, LIBRARY_AHEAD, SPAWNS_AHEAD, _CODE_KEYS
-    import frog_guard
-    import frog_seal
-    import frog_vault
+    frog_guard, frog_seal, frog_vault = _part("frog_guard"), _part("frog_seal"), _part("frog_vault")
 
     try:
         import _pytest._argcomplete  # noqa: F401 (a child's pytest imports it before its plugins load)
@@ -464,8 +480,7 @@ def _seal_ahead():
                  if name.split(".")[0] in _PRELOADED_PLUGINS and any(
                      k.startswith("pytest_") and callable(v) for k, v in list(vars(m).items()))]
         LIBRARY_AHEAD = frog_vault.library_ahead([*files, os.path.abspath(__file__)], TESTBED)
-        sys.modules.pop("frog_guard", None)  # (last: the modules as a child finds them, less the plugin's own)
-        SPAWNS_AHEAD = frog_guard.spawn_holders()
+        SPAWNS_AHEAD = frog_guard.spawn_holders()  # (the modules as a child finds them: the plugin's own are in none)
         _CODE_KEYS = frog_guard.code_keys
     finally:
         for name in ("frog_guard", "frog_seal", "frog_vault"):  # a child's plugin loads its own copies, never
@@ -505,10 +520,9 @@ def main():
     # frozen without a collection first: importing leaves a few hundred objects in cycles (648 after pytest,
     # hypothesis and flask), which a full collection (15-30 ms a start) would free; frozen, they are only memory,
     # and no finalizer of theirs runs in a child either way (a child's collections never scan frozen objects)
-    _seal_ahead()
     gc.freeze()
     requests = _lines()
-    warmed = False
+    warmed = sealed = False
     for req in requests:
         if not _protected(req["protect"]):
             _say({"error": "a protected test path is no longer a read-only mount"})
@@ -519,6 +533,9 @@ def main():
             tables, warmed = _warm_tables(requests, req.get("store")), True
         made, new = _code_ahead(req, requests)
         new.update(tables)
+        if not sealed:
+            _seal_ahead()
+            sealed = True
         try:
             canaries = _canary_code(req)
         except Exception:  # noqa: BLE001 (the child rewrites the whole file instead, as cold)

@@ -15,6 +15,7 @@ the same command line, every layer kept, a clean forked child per grade), and co
 
 from __future__ import annotations
 
+import copy
 import enum
 import hashlib
 import json
@@ -22,7 +23,7 @@ import os
 import random
 import secrets
 import time
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,9 @@ class GradeReport:
         return rate(self.fail_to_pass) * rate(self.pass_to_pass) * agree
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """What ``dataclasses.asdict`` gives (every container a new one), without its deep copy of each string: a
+        report holds thousands of test ids, and each grade turns its report into a dictionary twice."""
+        d = {f.name: _copied(getattr(self, f.name)) for f in fields(self)}
         d["resolved"] = self.resolved.value
         return d
 
@@ -112,6 +115,22 @@ class GradeReport:
         d = {k: v for k, v in d.items() if k in known}
         d["resolved"] = ResolvedStatus(d["resolved"])
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _copied(x: Any) -> Any:
+    """``x`` with each dictionary, list and tuple in it a new one (as ``dataclasses.asdict`` copies a field's value);
+    a string, number or None is itself, anything else a deep copy."""
+    t = type(x)
+    if t in _ATOMS:
+        return x
+    if t is dict:
+        return {_copied(k): _copied(v) for k, v in x.items()}
+    if t is list or t is tuple:
+        return t(_copied(v) for v in x)
+    return copy.deepcopy(x)
 
 
 def _split(ids: tuple[str, ...], statuses: dict[str, TestStatus]) -> dict[str, list[str]]:
