@@ -175,6 +175,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     str_type, int_type, float_type, bool_type, int_add, issubclass_ = str, int, float, bool, int.__add__, issubclass
     set_, compile_, code_type = set, compile, types.CodeType
     all_, map_, is_, repeat_, dict_values = all, map, _operator.is_, itertools.repeat, dict.values
+    is_not, not_, compress, sorted_ = _operator.is_not, _operator.not_, itertools.compress, sorted
     # the code of every function pytest and pluggy held before any code under test ran (nested code included):
     # the seal's own, told apart by object (what the grading server's parent read is held here, with the objects
     # its ids belong to), and the plugin's own
@@ -745,23 +746,28 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         for f in fine:
             if type_(f) is FunctionType:
                 fine_before[ident(f)] = f
-    # The classes, their namespaces' sizes and names as the last lying_values found them, when it found nothing and
-    # judged every slot's value by a verdict kept until a function's __code__ is set (``fine_before``, none of them
-    # a function whose __code__ was set before): [the classes' ids, sizes, names, the classes that had a slot's name
-    # (held: their ids stay theirs), their values, how many functions had their __code__ set then]. A class without
-    # a slot's name is judged by its names alone, so the same names (the same str objects, exact str then) give the
-    # same verdict whatever class now has that id; a class with one is held and compared by object, with its
-    # values. All of it the same, and no other function's __code__ set since: nothing to find, as then. A generated
-    # method's verdict also reads its class's name and its module's file, which the package can change without
-    # touching the class; it is kept all the same: what the method does is the function held in the class's values,
-    # so a lie that passes while those names are as they were passes a fresh walk in that state too (the package
-    # chooses them at every moment). Then, what else those verdicts read, each compared by object:
+    # What the last lying_values that found nothing left (one entry, or none): [the heap's class ids in its order, each
+    # class's names (a tuple each, in that order), the classes that had a slot's name as (position, class) (held:
+    # their ids stay theirs), those classes' values (flat, in that order), the wrappers [6], the callables with their
+    # class [7], the classes with their MRO [8] (each below), and how many functions had their __code__ set then]. It is
+    # kept only where every name was an exact str and every slot's value was judged by a verdict kept until a
+    # function's __code__ is set (``fine_before``, none of them a function whose __code__ was set before). A class
+    # without a slot's name is judged by its names alone, so the same names (the same str objects, exact str then)
+    # give the same verdict whatever class now has that id; a class with one is held and compared by object, with
+    # its values. All of it the same, and no other function's __code__ set since: nothing to find, as then. A
+    # generated method's verdict also reads its class's name and its module's file, which the package can change
+    # without touching the class; it is kept all the same: what the method does is the function held in the class's
+    # values, so a lie that passes while those names are as they were passes a fresh walk in that state too (the
+    # package chooses them at every moment). Then, what else those verdicts read, each compared by object:
     # [6] each wrapper a slot holds (a static or class method, property, partial, bound method) with the function
     # it wrapped (``__init__`` and ``__setstate__`` called again change what one wraps, in place); [7] each callable
     # that is no function, which made() found no package's, with its class, and [8] that class with its MRO: what
     # made() read of it is its MRO's dictionaries, which are held with the slots' classes (names and values
     # compared), and :func:`callable_witness` keeps a callable only where every value there is a function, a
     # wrapper of one (put in [6]) or an object of a type whose dictionary and class can't change.
+    # Each class's verdict reads that class alone (and, for a callable's class, the classes held with it), so where
+    # classes were made or died since, the classes kept are compared as they are, wherever the heap now has them,
+    # and only the new ones are examined: the entry then holds both, in the heap's order.
     walked = []
 
     def callable_witness(value, index, held, wrappers, mros):
@@ -805,40 +811,20 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         held.update((i, (base, values)) for i, base, values in bases if i not in held)
         return t
 
-    def lying_values():
-        """Each class alive now that holds, as a comparison or format method (:data:`_BEHAVIOUR_SLOTS`), code
-        that the package's changed files made and that the repository's own version of the file does not put
-        there (a value that equals anything passes any assertion): one finding each, else []. Read by exact
-        types and C descriptors only; a generated method (``<...>``, as dataclasses and attrs make) counts as
-        its class's module's, by the module's file. Every class's names and values are read in one C call (no
-        thread of the package's can change them between reads); a class whose names are all exact str and hold
-        no slot's name is done with there."""
-        if not changed:
-            return []
-        heap = heap_classes()
-        views = list_(map_(dict_of, heap))
-        if walked and len_(recoded) == walked[5] and len_(heap) == len_(walked[0]):
-            ids, sizes, names, held, values, _, wrappers, typed, mros = walked
-            if all_(chain_(map_(eq_, map_(ident, heap), ids), map_(eq_, map_(len_, views), sizes),
-                           map_(is_, from_iterable(views), names),
-                           map_(is_, map_(getitem_, repeat_(heap), map_(first, held)), map_(second, held)),
-                           map_(is_, from_iterable(map_(proxy_values, map_(dict_of, map_(second, held)))), values),
-                           map_(is_, map_(unwrapped, map_(first, wrappers)), map_(second, wrappers)),
-                           map_(is_, map_(type_, map_(first, typed)), map_(second, typed)),
-                           map_(is_, map_(mro_of, map_(first, mros)), map_(second, mros)))):
-                return []
-        walked.clear()
-        n = len_(heap)
-        snap = tuple_(chain_(map_(len_, views), from_iterable(views), from_iterable(map_(proxy_values, views))))
-        total = len_(snap) - n >> 1
-        flat_names = snap[n:n + total]
-        exact = all_(map_(is_, map_(type_, flat_names), repeat_(str_type)))
-        found, at = [], n
-        for i, size in enumerate_(snap[:n]):
-            own = snap[at:at + size]
-            if not exact and not all_(map_(is_, map_(type_, own), repeat_(str_type))) or not slots.isdisjoint(own):
-                found.append((i, own, snap[at + total:at + total + size]))
-            at += size
+    def examine(heap, at, views, index):
+        """Examine the classes at positions ``at`` of ``heap`` (``views``: their namespaces, in that order): their
+        names and values read in one C call (no thread of the package's can change them between reads). Returns
+        (findings, the classes' names (a tuple each), the state a kept walk compares, or None where the verdicts
+        are not all kept): the state is (held: {position: (class, values as examined)}, wrappers, typed, mros)."""
+        k = len_(at)
+        snap = tuple_(chain_(map_(tuple_, views), map_(tuple_, map_(proxy_values, views))))
+        names_of, values_of = snap[:k], snap[k:]
+        exact = all_(map_(is_, map_(type_, from_iterable(names_of)), repeat_(str_type)))
+        if exact:  # (exact str names: hashed in C, no code of the package's runs)
+            found = list_(compress(range_(k), map_(not_, map_(slots.isdisjoint, names_of))))
+        else:
+            found = [j for j, own in enumerate_(names_of)
+                     if not all_(map_(is_, map_(type_, own), repeat_(str_type))) or not slots.isdisjoint(own)]
         files, loaded = {}, []
 
         def file_of(module):  # a module's __file__ (str), looked up only for a generated method of changed code
@@ -848,27 +834,29 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                                    if type_(name) is str_type and type_(m) is module_type})
                 m, found = loaded[0].get(module), None
                 if m is not None:  # that module's dictionary alone, item by item
-                    for k, v in dict_items(module_dict(m)):
-                        if type_(k) is str_type and k == "__file__":
+                    for key, v in dict_items(module_dict(m)):
+                        if type_(key) is str_type and key == "__file__":
                             found = v if type_(v) is str_type else None
                 files[module] = found
             return files[module]
 
-        prefix, out, kept = root + "/", [], True  # kept: every verdict below is one fine_before keeps
-        # the classes whose values a kept walk compares (index in the heap -> (class, values as examined))
-        held, wrappers, typed, mros, index = {i: (heap[i], values) for i, _, values in found}, [], [], {}, None
-        for i, own_names, own_values in found:
-            cls, hits = heap[i], []
-            for k, v in zip_(own_names, own_values):
-                if type_(k) is str_type and k in slots and ident(type_(v)) not in c_kinds:
+        prefix, out, kept = root + "/", [], exact  # kept: every verdict below is one fine_before keeps
+        # the classes whose values a kept walk compares (position in the heap -> (class, values as examined))
+        held = {at[j]: (heap[at[j]], values_of[j]) for j in found}
+        wrappers, typed, mros = [], [], {}
+        for j in found:
+            own_names, own_values = names_of[j], values_of[j]
+            cls, hits = heap[at[j]], []
+            for name, v in zip_(own_names, own_values):
+                if type_(name) is str_type and name in slots and ident(type_(v)) not in c_kinds:
                     f = function_of(v)
                     if f is None:  # made() keeps its verdict on other callables only as callable_witness says
                         if made(v):
-                            hits.append((k, None))
+                            hits.append((name, None))
                         elif kept:
-                            if index is None:
-                                index = dict_(zip_(map_(ident, heap), range_(n)))
-                            t = callable_witness(v, index, held, wrappers, mros)
+                            if index[0] is None:
+                                index[0] = dict_(zip_(map_(ident, heap), range_(len_(heap))))
+                            t = callable_witness(v, index[0], held, wrappers, mros)
                             if t is None:
                                 kept = False
                             else:
@@ -876,7 +864,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                     else:
                         if type_(v) is not FunctionType:
                             wrappers.append((v, f))
-                        hits.append((k, f))
+                        hits.append((name, f))
             if not hits:
                 continue
             cq = qualname_of(cls)
@@ -901,7 +889,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                     continue
                 generated = where.startswith("<")
                 if generated:  # a dataclass's or attrs' method: its class's module's (read afresh each full walk)
-                    mod = [v for k, v in zip_(own_names, own_values) if type_(k) is str_type and k == "__module__"]
+                    mod = [v for key, v in zip_(own_names, own_values) if type_(key) is str_type and key == "__module__"]
                     where = file_of(mod[0]) if mod and type_(mod[0]) is str_type else None
                     if where is None:  # no loaded module's (attrs' tests make classes of made-up modules)
                         continue
@@ -923,11 +911,74 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                     kept = False
                     out.append(f"code under test gave {cq or 'a class'} a {name} that {rel} does not define "
                                f"there ({qual or 'no name'}): a value that compares as it likes")
-        if not out and kept and exact:
-            walked[:] = (tuple_(map_(ident, heap)), snap[:n], flat_names,
-                         tuple_((i, cls) for i, (cls, _) in dict_items(held)),
-                         tuple_(from_iterable(values for _, values in dict_values(held))),
-                         len_(recoded), tuple_(wrappers), tuple_(typed), tuple_(dict_values(mros)))
+        return out, names_of, ((held, wrappers, typed, mros) if kept and not out else None)
+
+    def lying_values():
+        """Each class alive now that holds, as a comparison or format method (:data:`_BEHAVIOUR_SLOTS`), code
+        that the package's changed files made and that the repository's own version of the file does not put
+        there (a value that equals anything passes any assertion): one finding each, else []. Read by exact
+        types and C descriptors only; a generated method (``<...>``, as dataclasses and attrs make) counts as
+        its class's module's, by the module's file. Every class's names and values are read in one C call (no
+        thread of the package's can change them between reads); a class whose names are all exact str and hold
+        no slot's name is done with there. Where the last walk's entry (``walked``) holds for the classes it kept,
+        only the classes made since are examined."""
+        if not changed:
+            return []
+        heap = heap_classes()
+        n = len_(heap)
+        views = list_(map_(dict_of, heap))
+        ids = tuple_(map_(ident, heap))
+        index = [None]  # the heap's positions by class id, made once per call where needed
+        kept_then = None  # (where the heap has the kept classes now, their names, their held entries' places)
+        if walked and len_(recoded) == walked[7]:
+            then, names, held, values, wrappers, typed, mros, _ = walked
+            if ids == then:  # (ints, compared in C) the very classes, in the same order
+                where, now, held_at = None, views, tuple_(map_(first, held))
+            else:  # classes made or gone since: each kept one compared where the heap has it now
+                index[0] = dict_(zip_(ids, range_(n)))
+                where = tuple_(map_(index[0].get, then))
+                alive = tuple_(map_(is_not, where, repeat_(None)))
+                if not all_(alive):
+                    where, names = tuple_(compress(where, alive)), tuple_(compress(names, alive))
+                now = list_(map_(getitem_, repeat_(views), where))
+                held_at = tuple_(map_(index[0].get, map_(ident, map_(second, held))))  # (held: alive, ids theirs)
+            if None not in held_at and all_(chain_(
+                    map_(eq_, map_(len_, now), map_(len_, names)),
+                    map_(is_, from_iterable(now), from_iterable(names)),
+                    map_(is_, map_(getitem_, repeat_(heap), held_at), map_(second, held)),
+                    map_(is_, from_iterable(map_(proxy_values, map_(dict_of, map_(second, held)))), values),
+                    map_(is_, map_(unwrapped, map_(first, wrappers)), map_(second, wrappers)),
+                    map_(is_, map_(type_, map_(first, typed)), map_(second, typed)),
+                    map_(is_, map_(mro_of, map_(first, mros)), map_(second, mros)))):
+                if where is None:
+                    return []
+                kept_then = where, names, held_at
+        if kept_then is None:  # every class examined
+            at, walked_then = range_(n), None
+            out, names_of, kept = examine(heap, at, views, index)
+        else:  # only those the heap did not have then
+            walked_then = walked[:]
+            at = tuple_(sorted_(frozenset_(range_(n)) - frozenset_(kept_then[0])))
+            out, names_of, kept = examine(heap, at, list_(map_(getitem_, repeat_(views), at)), index)
+        walked.clear()
+        if out or kept is None:
+            return out
+        held, wrappers, typed, mros = kept
+        held_now = tuple_((i, cls) for i, (cls, _) in dict_items(held))
+        values_now = tuple_(from_iterable(values for _, values in dict_values(held)))
+        if kept_then is None:
+            names, mros = names_of, tuple_(dict_values(mros))
+        else:  # the kept classes' entries and the new ones', each class at its place in the heap
+            where, old_names, held_at = kept_then
+            _, _, old_held, old_values, old_wrappers, old_typed, old_mros, _ = walked_then
+            place = dict_(zip_(where, old_names))
+            place.update(zip_(at, names_of))
+            names = tuple_(map_(place.__getitem__, range_(n)))
+            held_now = tuple_(chain_(zip_(held_at, map_(second, old_held)), held_now))
+            values_now = tuple_(chain_(old_values, values_now))
+            wrappers, typed = [*old_wrappers, *wrappers], [*old_typed, *typed]
+            mros = tuple_(chain_(old_mros, dict_values(mros)))
+        walked[:] = (ids, names, held_now, values_now, tuple_(wrappers), tuple_(typed), mros, len_(recoded))
         return out
 
     def package_class(cls):
