@@ -34,6 +34,7 @@ SMALLEST: dict[str, list[str]] = {
     "oracle_cost.py": ["--tasks", "1", "--n", "1"],
     "one_edit_undo.py": ["--per-family", "1", "--repos", "inflection", "--json", "{tmp}/undo.json"],
     "registry_build.py": ["--repos", "frogtoy", "--root", "{tmp}"],
+    "report_dict.py": ["--tasks", "1", "--n", "3"],
     "reset_latency.py": ["--n", "1", "--no-grade"],
     "scale.py": ["--tasks", "2", "--workers", "1", "--measure", "1", "--sides", "local"],
     "soak.py": ["--episodes", "2", "--recycle", "1"],
