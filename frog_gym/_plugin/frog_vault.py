@@ -812,19 +812,36 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         return t
 
     def examine(heap, at, views, index):
-        """Examine the classes at positions ``at`` of ``heap`` (``views``: their namespaces, in that order): their
-        names and values read in one C call (no thread of the package's can change them between reads). Returns
+        """Examine the classes at positions ``at`` of ``heap`` (``views``: their namespaces, in that order). Every
+        class's names are read in one C call; then the names and values of those with a slot's name (or a name that
+        is no exact str) in another (no thread of the package's can change one between its names and its values;
+        one whose names changed between the two reads is judged by the second, and the walk is not kept). The values
+        of the other classes are never read: a class without a slot's name holds nothing to judge, and reading every
+        value would touch (and, in a grading server's child, copy) the pages of objects no verdict needs. Returns
         (findings, the classes' names (a tuple each), the state a kept walk compares, or None where the verdicts
         are not all kept): the state is (held: {position: (class, values as examined)}, wrappers, typed, mros)."""
         k = len_(at)
-        snap = tuple_(chain_(map_(tuple_, views), map_(tuple_, map_(proxy_values, views))))
-        names_of, values_of = snap[:k], snap[k:]
-        exact = all_(map_(is_, map_(type_, from_iterable(names_of)), repeat_(str_type)))
+        first_read = tuple_(map_(tuple_, views))
+        exact = all_(map_(is_, map_(type_, from_iterable(first_read)), repeat_(str_type)))
         if exact:  # (exact str names: hashed in C, no code of the package's runs)
-            found = list_(compress(range_(k), map_(not_, map_(slots.isdisjoint, names_of))))
+            found = list_(compress(range_(k), map_(not_, map_(slots.isdisjoint, first_read))))
         else:
-            found = [j for j, own in enumerate_(names_of)
+            found = [j for j, own in enumerate_(first_read)
                      if not all_(map_(is_, map_(type_, own), repeat_(str_type))) or not slots.isdisjoint(own)]
+        found_views = list_(map_(getitem_, repeat_(views), found))
+        m = len_(found)
+        snap = tuple_(chain_(map_(tuple_, found_views), map_(tuple_, map_(proxy_values, found_views))))
+        # the found classes' names and values as judged (position in at -> tuple), the others' names as first read
+        values_of = dict_(zip_(found, snap[m:]))
+        again = snap[:m]
+        same = all_(chain_(map_(eq_, map_(len_, again), map_(len_, map_(getitem_, repeat_(first_read), found))),
+                           map_(is_, from_iterable(again), from_iterable(map_(getitem_, repeat_(first_read), found)))))
+        names_of = first_read
+        if not same:
+            names_of = list_(first_read)
+            for j, own in zip_(found, again):
+                names_of[j] = own
+            names_of = tuple_(names_of)
         files, loaded = {}, []
 
         def file_of(module):  # a module's __file__ (str), looked up only for a generated method of changed code
@@ -840,7 +857,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 files[module] = found
             return files[module]
 
-        prefix, out, kept = root + "/", [], exact  # kept: every verdict below is one fine_before keeps
+        prefix, out, kept = root + "/", [], exact and same  # kept: every verdict below is one fine_before keeps
         # the classes whose values a kept walk compares (position in the heap -> (class, values as examined))
         held = {at[j]: (heap[at[j]], values_of[j]) for j in found}
         wrappers, typed, mros = [], [], {}
