@@ -117,9 +117,10 @@ start, a grade report turned into a dictionary without ``asdict``'s deep copy: `
 43.2, 21.4 / 21.1) and 2.13x (43.6 / 44.7, 21.4 / 20.1); ``--rounds 4``: 2.05x (cold 40.4 / 40.2 / 41.0 / 39.9, warm
 20.0 / 20.4 / 19.2 / 19.1: its two pairs of rounds 1.99x and 2.11x). Then the comparison-slot walk reading the values
 of only the classes with a slot's name (in a child, their pages are the only ones it copies): ``--rounds 2`` twice, the
-machine slower still (cold 44-48 s): 2.07x (cold 46.0 / 43.7, warm 21.9 / 21.4) and 1.99x (44.7 / 48.2, 23.2 / 23.6);
-``--against`` the session's first tree, ``--rounds 3``: warm CPU 22.68 -> 22.31 s (0.984; its third round the other
-way). Target 2x: met by six of the seven two-round runs on the session's last trees, by a thin margin; not reliably.
+machine slower still (cold 44-48 s): 2.07x (cold 46.0 / 43.7, warm 21.9 / 21.4), 1.99x (44.7 / 48.2, 23.2 / 23.6)
+and 2.09x (45.1 / 45.8, 21.8 / 21.7); ``--against`` the session's first tree, ``--rounds 3``: warm CPU 22.68 -> 22.31 s
+(0.984; its third round the other way). Target 2x: met by seven of the eight two-round runs on the session's last
+trees, by a thin margin; not reliably.
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
