@@ -831,17 +831,10 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         found_views = list_(map_(getitem_, repeat_(views), found))
         m = len_(found)
         snap = tuple_(chain_(map_(tuple_, found_views), map_(tuple_, map_(proxy_values, found_views))))
-        # the found classes' names and values as judged (position in at -> tuple), the others' names as first read
-        values_of = dict_(zip_(found, snap[m:]))
-        again = snap[:m]
-        same = all_(chain_(map_(eq_, map_(len_, again), map_(len_, map_(getitem_, repeat_(first_read), found))),
-                           map_(is_, from_iterable(again), from_iterable(map_(getitem_, repeat_(first_read), found)))))
-        names_of = first_read
-        if not same:
-            names_of = list_(first_read)
-            for j, own in zip_(found, again):
-                names_of[j] = own
-            names_of = tuple_(names_of)
+        read = tuple_(zip_(found, snap[:m], snap[m:]))  # (position in at, names, values) as judged, read together
+        first_names = list_(map_(getitem_, repeat_(first_read), found))
+        same = all_(chain_(map_(eq_, map_(len_, snap[:m]), map_(len_, first_names)),
+                           map_(is_, from_iterable(snap[:m]), from_iterable(first_names))))
         files, loaded = {}, []
 
         def file_of(module):  # a module's __file__ (str), looked up only for a generated method of changed code
@@ -859,10 +852,9 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
 
         prefix, out, kept = root + "/", [], exact and same  # kept: every verdict below is one fine_before keeps
         # the classes whose values a kept walk compares (position in the heap -> (class, values as examined))
-        held = {at[j]: (heap[at[j]], values_of[j]) for j in found}
+        held = {at[j]: (heap[at[j]], own_values) for j, _, own_values in read}
         wrappers, typed, mros = [], [], {}
-        for j in found:
-            own_names, own_values = names_of[j], values_of[j]
+        for j, own_names, own_values in read:
             cls, hits = heap[at[j]], []
             for name, v in zip_(own_names, own_values):
                 if type_(name) is str_type and name in slots and ident(type_(v)) not in c_kinds:
@@ -928,17 +920,15 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                     kept = False
                     out.append(f"code under test gave {cq or 'a class'} a {name} that {rel} does not define "
                                f"there ({qual or 'no name'}): a value that compares as it likes")
-        return out, names_of, ((held, wrappers, typed, mros) if kept and not out else None)
+        return out, first_read, ((held, wrappers, typed, mros) if kept and not out else None)
 
     def lying_values():
         """Each class alive now that holds, as a comparison or format method (:data:`_BEHAVIOUR_SLOTS`), code
         that the package's changed files made and that the repository's own version of the file does not put
         there (a value that equals anything passes any assertion): one finding each, else []. Read by exact
         types and C descriptors only; a generated method (``<...>``, as dataclasses and attrs make) counts as
-        its class's module's, by the module's file. Every class's names and values are read in one C call (no
-        thread of the package's can change them between reads); a class whose names are all exact str and hold
-        no slot's name is done with there. Where the last walk's entry (``walked``) holds for the classes it kept,
-        only the classes made since are examined."""
+        its class's module's, by the module's file (:func:`examine`). Where the last walk's entry (``walked``) holds for
+        the classes it kept, only the classes made since are examined."""
         if not changed:
             return []
         heap = heap_classes()
@@ -946,7 +936,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         views = list_(map_(dict_of, heap))
         ids = tuple_(map_(ident, heap))
         index = [None]  # the heap's positions by class id, made once per call where needed
-        kept_then = None  # (where the heap has the kept classes now, their names, their held entries' places)
+        kept_then = None  # (where the heap has the kept classes now, their names, their held entries' places, the entry)
         if walked and len_(recoded) == walked[7]:
             then, names, held, values, wrappers, typed, mros, _ = walked
             if ids == then:  # (ints, compared in C) the very classes, in the same order
@@ -969,12 +959,11 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                     map_(is_, map_(mro_of, map_(first, mros)), map_(second, mros)))):
                 if where is None:
                     return []
-                kept_then = where, names, held_at
+                kept_then = where, names, held_at, walked[:]
         if kept_then is None:  # every class examined
-            at, walked_then = range_(n), None
+            at = range_(n)
             out, names_of, kept = examine(heap, at, views, index)
         else:  # only those the heap did not have then
-            walked_then = walked[:]
             at = tuple_(sorted_(frozenset_(range_(n)) - frozenset_(kept_then[0])))
             out, names_of, kept = examine(heap, at, list_(map_(getitem_, repeat_(views), at)), index)
         walked.clear()
@@ -986,8 +975,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         if kept_then is None:
             names, mros = names_of, tuple_(dict_values(mros))
         else:  # the kept classes' entries and the new ones', each class at its place in the heap
-            where, old_names, held_at = kept_then
-            _, _, old_held, old_values, old_wrappers, old_typed, old_mros, _ = walked_then
+            where, old_names, held_at, (_, _, old_held, old_values, old_wrappers, old_typed, old_mros, _) = kept_then
             place = dict_(zip_(where, old_names))
             place.update(zip_(at, names_of))
             names = tuple_(map_(place.__getitem__, range_(n)))
