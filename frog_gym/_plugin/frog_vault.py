@@ -184,11 +184,11 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # (ids of code objects held alive by the modules sealed, not the package's)
     # Each sealed namespace with its names and their objects apart. A namespace is never looked up by name in
     # place: the package can put a key of its own in pytest's module or class dictionary, with the hash of a sealed
-    # name, and a lookup of that name would run the key's __eq__ inside the vault. So a check compares every
-    # namespace it checks, in one C call (no Python code runs in it: no thread of the package's can change a
-    # namespace halfway, and no hash or comparison of the package's is made), with the state the last check found
-    # as sealed: their sizes as ints, then their keys and values by identity. Where one differs, it takes them all
-    # at once, in one C call, and reads each namespace that differs from that snapshot: every key must be an exact
+    # name, and a lookup of that name would run the key's __eq__ inside the vault. So a check compares the
+    # namespaces of each group it checks, in one C call (no Python code runs in it: no thread of the package's can
+    # change a namespace halfway, and no hash or comparison of the package's is made), with the state the last check
+    # found as sealed: their sizes as ints, then their keys and values by identity. Where one differs, it takes the
+    # group's all at once, in one C call, and reads each namespace that differs from that snapshot: every key must be an exact
     # str, and the sealed names are looked up in a private dictionary made of it (exact str keys: hashed and
     # compared in C).
     chain_, from_iterable, proxy_values = itertools.chain, itertools.chain.from_iterable, types.MappingProxyType.values
@@ -334,8 +334,14 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # identity: a set's membership test hashes the value's type, which runs its metaclass's __hash__
     c_kinds = frozenset_(ident(t) for t in (type_(str.__eq__), type_(str.join), type_(len), type_(None),
                                              type_(dict.fromkeys), type_(dict.__dict__["fromkeys"])))
-    hot = group([e for e in sealed if e[0] in hot_modules or e[0].rsplit(".", 1)[0] in hot_modules])
-    sealed = group(sealed)
+    # pytest's assertion plugin rebinds these module globals around every test (unsealed names): the namespace that
+    # holds them would fail every full check's one comparison of all namespaces at once, and make it read them all
+    # again each time. It is compared in a group of its own (as every namespace is, by its sealed names where it
+    # differs), so that the comparison of the others holds from one full check to the next.
+    per_test = ("_reprcompare", "_assertion_pass")
+    moving = [e for e in sealed if type_(e[1]) is dict_ and any_(k in e[1] for k in per_test)]
+    hot = (group([e for e in sealed if e[0] in hot_modules or e[0].rsplit(".", 1)[0] in hot_modules]),)
+    sealed = (group([e for e in sealed if not any_(e is m for m in moving)]), group(moving))
     canaries = frozenset_(str_(c) for c in select.get("canaries", ())) if isinstance_(select, dict_) else frozenset_()
     state = {"pm": None, "ours": [], "current": None, "opened": False, "finished": False, "made": None,
              "known": keep_known}  # (held: sealed_code took ids of objects it holds)
@@ -343,8 +349,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     collect_errors = []
     flagged = list_(flags)
     cleared = {}  # id -> code object of the frames already found not to be the package's (on pytest's stacks)
-    # Frames whose way down to pytest's session genuine() has walked, clean, during the current test (held, so that
-    # their ids are never another's; dropped at each test's start). A frame found here is still running (genuine
+    # Frames whose way down to pytest's session genuine() has walked, clean (held, so that their ids are never
+    # another's; at each test's start, all but those its event runs on are dropped). A frame found here is still running (genuine
     # reached it from the event's own), so every frame below it is the one walked then: a running function's
     # callers are fixed. Not a generator's or coroutine's frame: whoever resumes one next is below it then.
     walked_clean = {}
@@ -527,9 +533,17 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         checked[ident(code)] = (code, verdict)
         return verdict
 
-    def broken_seal(entries, hooks):
-        """The first sealed attribute that code the package made has replaced, or the first hook (of ``hooks``,
-        None: all) with an implementation the package made or without this plugin's own; else None."""
+    def broken_seal(groups, hooks):
+        """The first sealed attribute that code the package made has replaced (in the namespaces of ``groups``: see
+        :func:`group`), or the first hook (of ``hooks``, None: all) with an implementation the package made or without
+        this plugin's own; else None."""
+        for entries in groups:
+            broken = broken_namespace(entries)
+            if broken is not None:
+                return broken
+        return broken_hook(hooks)
+
+    def broken_namespace(entries):
         entries, every, dicts, proxies, before = entries
         n = len_(every)
         # as last found, compared in place (one C call: the sizes as ints, then every key and value by identity)
@@ -560,6 +574,9 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                     if value is not v and made(value):
                         return f"replaced {where}.{k}"
             before[:] = (now[:n], now[n:]) if as_sealed else ()
+        return None
+
+    def broken_hook(hooks):
         for name, caller, impl, function in state["ours"]:
             impls = field(caller, "_hookimpls", caller_kind, list_)
             if field(impl, "function", impl_kind) is not function or not any_(map_(is_, impls or (), repeat_(impl))):
@@ -1067,7 +1084,15 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                     return
                 state["current"] = nodeid
                 phases[nodeid] = {}
+                # the earlier tests' frames go; those this event runs on (pytest's loop and session, this test's
+                # protocol) stay, as walked: a running function's callers are fixed (reading f_back raises no event)
+                below, f = {}, raiser
+                while f is not None:
+                    if walked_clean.get(ident(f)) is f:
+                        below[ident(f)] = f
+                    f = f.f_back
                 walked_clean.clear()
+                walked_clean.update(below)
             elif event == "call":
                 item = args[0]
                 nodeid = field(item, "_nodeid", node_kind, str_type)
