@@ -39,6 +39,7 @@ SMALLEST: dict[str, list[str]] = {
     "scale.py": ["--tasks", "2", "--workers", "1", "--measure", "1", "--sides", "local"],
     "soak.py": ["--episodes", "2", "--recycle", "1"],
     "static_check_cost.py": ["--tasks", "2"],
+    "vault_costs.py": ["--tasks", "2"],
     "warm_costs.py": ["--tasks", "2"],
 }
 NEEDS_DOCKER = {"docker_vs_local.py": ["--n", "1"]}

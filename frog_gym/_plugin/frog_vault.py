@@ -188,8 +188,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # namespaces of each group it checks, in one C call (no Python code runs in it: no thread of the package's can
     # change a namespace halfway, and no hash or comparison of the package's is made), with the state the last check
     # found as sealed: their sizes as ints, then their keys and values by identity. Where one differs, it takes the
-    # group's all at once, in one C call, and reads each namespace that differs from that snapshot: every key must be an exact
-    # str, and the sealed names are looked up in a private dictionary made of it (exact str keys: hashed and
+    # group's all at once, in one C call, and reads each namespace that differs from that snapshot: every key must be
+    # an exact str, and the sealed names are looked up in a private dictionary made of it (exact str keys: hashed and
     # compared in C).
     chain_, from_iterable, proxy_values = itertools.chain, itertools.chain.from_iterable, types.MappingProxyType.values
     zip_, eq_, getitem_, enumerate_ = zip, _operator.eq, _operator.getitem, enumerate
@@ -350,9 +350,9 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     flagged = list_(flags)
     cleared = {}  # id -> code object of the frames already found not to be the package's (on pytest's stacks)
     # Frames whose way down to pytest's session genuine() has walked, clean (held, so that their ids are never
-    # another's; at each test's start, all but those its event runs on are dropped). A frame found here is still running (genuine
-    # reached it from the event's own), so every frame below it is the one walked then: a running function's
-    # callers are fixed. Not a generator's or coroutine's frame: whoever resumes one next is below it then.
+    # another's; at each test's start, all but those its event runs on are dropped). A frame found here is still
+    # running (genuine reached it from the event's own), so every frame below it is the one walked then: a running
+    # function's callers are fixed. Not a generator's or coroutine's frame: whoever resumes one next is below it then.
     walked_clean = {}
     resumable = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
     arity = {"configure": 1, "start": 1, "call": 1, "made": 2, "record": 1, "end": 1, "collect_error": 1, "finish": 3}
