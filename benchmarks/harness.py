@@ -122,7 +122,8 @@ and 2.09x (45.1 / 45.8, 21.8 / 21.7); ``--against`` the session's first tree, ``
 (0.984; its third round the other way). Target 2x: met by seven of the eight two-round runs on the session's last
 trees, by a thin margin; not reliably.
 Session 26, the same machine (load 0.5-1.8): at the start (9035af8), ``--rounds 2`` 2.07x (cold 41.9 / 41.2, warm 20.4 /
-19.7). Timed in the children (instrumentation not kept), the vault's share of a warm pass was 3.2-3.6 s: the
+19.7). Timed in the children (``benchmarks/vault_costs.py`` reproduces the per-check totals; the finer split was
+instrumentation not kept), the vault's share of a warm pass was 3.2-3.6 s: the
 comparison-slot walk 1.8-2.0 s (845 walks; its walk of the subclass tree 0.6-0.7 s, about as long when the last walk's
 tree is checked in C instead: the classes' memory, not the bytecode, bounds it), the seal 1.0-1.1 s (the hot namespaces
 at 120-130 us a check, 4,420 checks; 250 full checks at 1 ms each, which the namespace pytest's assertion plugin

@@ -48,9 +48,9 @@ that work now runs at its first request, inside the pass. An oracle server's sta
 
 Session 26 (the same machine), at the start and on the final tree: the warm pass 19.65 and 19.19 s (the host thread
 1.40 and 1.38, the grading servers 15.07 and 14.65, their children's kernel time 1.24 and 1.21, 6,125 and 6,096 page
-faults a grade); starts 1.49 + 0.41 and 1.62 + 0.43 s. Of the host thread's 1.4 s, the static check takes 0.64-0.67 s
-(its parse of the agent's files 0.45 s) and the workspaces' syncs 0.7 s with the resets' (timed with wrappers not
-kept); both sides pay them.
+faults a grade); starts 1.49 + 0.41 and 1.62 + 0.43 s. Then with the static check and the workspace syncs timed
+(the host thread's CPU in each call; both sides pay them), load 1.1-1.4: the pass 21.19 s, the host thread 1.62 s,
+of it the static check 0.68 s; the workspace syncs (the resets' and the grades') 0.75 s.
 """
 
 from __future__ import annotations
@@ -106,9 +106,27 @@ def starts(ids: list[str], meter: CpuMeter) -> None:
     print(f"starts: {len(seen)} grading servers {total[0]:.2f} s CPU, {len(seen)} oracle servers {total[1]:.2f} s CPU")
 
 
+def _thread_timed(fn, into: list[float]):
+    """``fn``, adding the CPU time of this thread each call takes to ``into[0]``."""
+    def timed(*a, **k):
+        t = _thread_cpu()
+        try:
+            return fn(*a, **k)
+        finally:
+            into[0] += _thread_cpu() - t
+    return timed
+
+
 def one_pass(ids: list[str], meter: CpuMeter, impact: bool) -> None:
     from frog_gym.bench.harness import HarnessSpec, make_env
-    from frog_gym.grading import server as grading_server
+    from frog_gym.grading import grade as grading, server as grading_server
+    from frog_gym.sandbox.workspace import Workspace
+
+    # the host's shares both sides pay: the static check of a grade's edits, and making a workspace match its
+    # template (the env's at each reset, and the grade's own)
+    scanned, synced = [0.0], [0.0]
+    grading.scan = _thread_timed(grading.scan, scanned)
+    Workspace.sync = _thread_timed(Workspace.sync, synced)
 
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(sorted(set(ids))))
@@ -148,14 +166,17 @@ def one_pass(ids: list[str], meter: CpuMeter, impact: bool) -> None:
         if kind == "grader":
             cpu["    their children's time in the kernel"] += server.system_seconds
             faults += server.faults
+    cpu["    the static check"] = scanned[0]
     a = meter.read()
     env.close()
     cpu["close"] += meter.read() - a
+    cpu["workspace syncs (within the rows above)"] = synced[0]
     print(f"pass of {len(ids)} episodes ({'cold' if not grading_server.enabled() else 'warm'}, test-impact selection "
           f"{'on' if impact else 'off'}): {meter.read() - start:.2f} s CPU")
     order = ["resets", "steps", "grading", "  first episodes of a repository", "  the other episodes",
-             "  the host thread", "  the grading servers (children, parents, starts)",
-             "    their children's time in the kernel", "  the oracle servers' replays", "close"]
+             "  the host thread", "    the static check", "  the grading servers (children, parents, starts)",
+             "    their children's time in the kernel", "  the oracle servers' replays", "close",
+             "workspace syncs (within the rows above)"]
     for k in order:
         if k in cpu:
             print(f"  {k:52} {cpu[k]:6.2f} s")

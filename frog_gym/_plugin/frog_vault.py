@@ -339,9 +339,9 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # again each time. It is compared in a group of its own (as every namespace is, by its sealed names where it
     # differs), so that the comparison of the others holds from one full check to the next.
     per_test = ("_reprcompare", "_assertion_pass")
-    moving = [e for e in sealed if type_(e[1]) is dict_ and any_(k in e[1] for k in per_test)]
+    moving = [type_(e[1]) is dict_ and any_(k in e[1] for k in per_test) for e in sealed]
     hot = (group([e for e in sealed if e[0] in hot_modules or e[0].rsplit(".", 1)[0] in hot_modules]),)
-    sealed = (group([e for e in sealed if not any_(e is m for m in moving)]), group(moving))
+    sealed = (group(list_(compress(sealed, map_(not_, moving)))), group(list_(compress(sealed, moving))))
     canaries = frozenset_(str_(c) for c in select.get("canaries", ())) if isinstance_(select, dict_) else frozenset_()
     state = {"pm": None, "ours": [], "current": None, "opened": False, "finished": False, "made": None,
              "known": keep_known}  # (held: sealed_code took ids of objects it holds)
