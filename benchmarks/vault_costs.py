@@ -78,12 +78,19 @@ def _patch(path: Path, anchor: str, text: str, before: bool = False) -> None:
     path.write_text(source.replace(anchor, text + anchor if before else anchor + text), encoding="utf-8")
 
 
-def instrumented_copy(into: Path) -> Path:
-    """A copy of this checkout's package and of the harness's runner, the copy's vault and grading server timed."""
+def package_copy(into: Path) -> Path:
+    """A copy of this checkout's package and of the harness's runner in ``into`` (for ``_run_side(..., root=into)``),
+    to instrument there: the checkout is never touched."""
     shutil.copytree(ROOT / "frog_gym", into / "frog_gym", ignore=shutil.ignore_patterns("__pycache__"))
     (into / "benchmarks").mkdir()
     for name in ("harness.py", "cpumeter.py"):
         shutil.copy2(ROOT / "benchmarks" / name, into / "benchmarks" / name)
+    return into
+
+
+def instrumented_copy(into: Path) -> Path:
+    """A copy of this checkout's package and of the harness's runner, the copy's vault and grading server timed."""
+    package_copy(into)
     vault = into / "frog_gym" / "_plugin" / "frog_vault.py"
     rebind = "".join(f"    {n} = _costs_timed({n!r}, {n})\n" for n in TIMED)
     _patch(vault, "    gen = run()\n", _TIMER + rebind, before=True)

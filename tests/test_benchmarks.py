@@ -20,6 +20,7 @@ HELPERS = {"cpumeter.py", "taskpick.py"}
 
 SMALLEST: dict[str, list[str]] = {
     "async_steps.py": ["--episodes", "2", "--steps", "3", "--rounds", "1"],
+    "child_profile.py": ["--tasks", "2", "--top", "5"],
     "curriculum_sim.py": ["--quick", "--seeds", "1", "--plot", "{tmp}/curriculum.png"],
     "env_latency.py": ["--task", "inflection__handwritten-0001", "--n", "1", "--resets", "1"],
     "env_latency_ab.py": ["--baseline", "{baseline}", "--task", "inflection__handwritten-0001", "--n", "1",
