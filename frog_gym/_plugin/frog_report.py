@@ -68,6 +68,27 @@ def _sibling(name):
     return module
 
 
+def _accel():
+    """The vault's C helper (``frog_accel.c``, built by the install where a C compiler was found) as ``(heap_classes,
+    same_names)``, loaded from the file next to this one for this interpreter (never through ``sys.path``, never into
+    ``sys.modules``), or None where there is none (the vault then does the same in Python, and checks the helper
+    against its own walk before it takes it)."""
+    from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleSpec
+
+    if os.environ.get("FROG_VAULT_ACCEL") == "0":  # (the host's choice: its Python checks alone)
+        return None
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "frog_accel" + EXTENSION_SUFFIXES[0])
+    if not os.path.isfile(path):
+        return None
+    try:
+        loader = ExtensionFileLoader("frog_accel", path)
+        module = loader.create_module(ModuleSpec("frog_accel", loader, origin=path))
+        loader.exec_module(module)
+        return module.heap_classes, module.same_names
+    except Exception:  # noqa: BLE001 (a helper that does not load: the vault's Python walk, as without one)
+        return None
+
+
 # The plugin's parts, one idea each, loaded only where they are used (an ungraded run without a guard, as the
 # SWE-bench export runs it, needs this file alone): grading's FIFO (the selection and the key), the guard (an audit
 # hook on the test files, process starts and introspection), the seal (pytest and pluggy as they were) and the
@@ -363,4 +384,5 @@ if _graded:  # last: every hook is defined, and nothing of the package under tes
             "call": pytest_runtest_call, "made": pytest_runtest_makereport,
             "select": pytest_collection_modifyitems}, sys.modules[__name__],
         (globals(), vars(_key), vars(_guard_module), vars(_seal), vars(_vault)), _selection(), _seal.code_of,
-        _ahead("SEAL_AHEAD"), _ahead("SLOTS_AHEAD"), _test_code, _guard_module.code_keys, _ahead("LIBRARY_AHEAD"))
+        _ahead("SEAL_AHEAD"), _ahead("SLOTS_AHEAD"), _test_code, _guard_module.code_keys, _ahead("LIBRARY_AHEAD"),
+        _accel())

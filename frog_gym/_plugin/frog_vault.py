@@ -89,7 +89,8 @@ def library_ahead(files, root):
 # -- the vault: what a graded run's report is made of, out of the reach of code under test ------------------
 
 def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_hooks, ours, plugin, own,
-               select, code_of, known=None, fine=None, ahead_code=None, code_keys=None, library=None):
+               select, code_of, known=None, fine=None, ahead_code=None, code_keys=None, library=None,
+               accel=None):
     """Keep a graded run's outcomes, the guard's and seal's findings, and the key (inside an HMAC object), where
     code under test can't reach them: in the suspended frame of a generator that only an audit hook (PEP 578)
     resumes. Nothing in Python refers to an installed audit hook, and the ways to find one anyway (the garbage
@@ -122,7 +123,10 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     the grading server's parent found in comparison and format slots (:func:`library_slots`), or None;
     ``ahead_code``: what pytest runs of each graded test file and conftest (``frog_guard.test_code``), or None;
     ``code_keys``: ``frog_guard.code_keys``, which keys that code (a copy of it is taken here); ``library``: what
-    library files outside the repository compile to (:func:`library_ahead`, a grading server's parent), or None."""
+    library files outside the repository compile to (:func:`library_ahead`, a grading server's parent), or None;
+    ``accel``: the plugin's C helper (``frog_accel.c``: ``heap_classes`` and ``same_names``, the walk of the classes
+    and the comparison of their names without a Python step per class or name), or None; taken only where it walks
+    exactly as the Python walk here does (the signed report's ``"vault"`` says which ran)."""
     import _hashlib
     import _json
     import _operator
@@ -725,6 +729,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 out[k] = extra[k]
         if guard or flagged:
             out["guard"] = list_(flagged)
+        out["vault"] = "c" if c_walk else "python"  # (informative: how lying_values walked the classes)
         text = dumps(out)
         signer = mac.copy()
         signer.update(text.encode())
@@ -741,7 +746,9 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
 
     def heap_classes():
         """Every class alive that is not a static type (``immutable``: its dictionary is as C made it), each once,
-        by a walk of the subclass tree."""
+        by a walk of the subclass tree (in C where ``accel`` was taken: see below)."""
+        if c_walk:
+            return c_walk[0](object_, immutable)
         heap, seen, todo = [], set_(), [object_]
         add, push, keep = seen.add, todo.append, heap.append
         while todo:
@@ -754,6 +761,20 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 if not flags_of(cls) & immutable:
                     keep(cls)
         return heap
+
+    # The plugin's C helper (``frog_accel.c``: the same walk, and the names compared by identity, without a Python step
+    # per class or name), taken only where it gives exactly the classes this walk gives, in the same order (a helper
+    # built for another interpreter, or changed, is never used): both are C functions, bound here.
+    c_walk, c_names = [], []
+    if type_(accel) is tuple_ and len_(accel) == 2 and all_(type_(f) is type_(len_) for f in accel):
+        try:
+            ours, theirs = heap_classes(), accel[0](object_, immutable)
+            if type_(theirs) is list_ and len_(theirs) == len_(ours) and all_(map_(is_, theirs, ours)) and \
+                    accel[1]([*ours], tuple_(map_(tuple_, map_(dict_of, ours)))) is True:
+                c_walk.append(accel[0])
+                c_names.append(accel[1])
+        except BaseException_:  # noqa: BLE001 (the Python walk, as without it)
+            pass
 
     fine_before = {}  # id -> function of a file's code that lying_values found fine (held, so that ids stay theirs)
     # those the grading server's parent found, before any code of a package ran, with code of files outside the
@@ -950,25 +971,27 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
             return []
         heap = heap_classes()
         n = len_(heap)
-        views = list_(map_(dict_of, heap))
+        # the classes' namespaces (read where examined, and by the Python comparison of names; the C one reads the
+        # classes themselves)
+        views = None if c_names else list_(map_(dict_of, heap))
         ids = tuple_(map_(ident, heap))
         index = [None]  # the heap's positions by class id, made once per call where needed
         kept_then = None  # (where the heap has the kept classes now, their names, their held entries' places, the entry)
         if walked and len_(recoded) == walked[7]:
             then, names, held, values, wrappers, typed, mros, _ = walked
             if ids == then:  # (ints, compared in C) the very classes, in the same order
-                where, now, held_at = None, views, tuple_(map_(first, held))
+                where, now, held_at = None, heap if c_names else views, tuple_(map_(first, held))
             else:  # classes made or gone since: each kept one compared where the heap has it now
                 index[0] = dict_(zip_(ids, range_(n)))
                 where = tuple_(map_(index[0].get, then))
                 alive = tuple_(map_(is_not, where, repeat_(None)))
                 if not all_(alive):
                     where, names = tuple_(compress(where, alive)), tuple_(compress(names, alive))
-                now = list_(map_(getitem_, repeat_(views), where))
+                now = list_(map_(getitem_, repeat_(heap if c_names else views), where))
                 held_at = tuple_(map_(index[0].get, map_(ident, map_(second, held))))  # (held: alive, ids theirs)
-            if None not in held_at and all_(chain_(
+            if None not in held_at and (c_names[0](now, names) if c_names else all_(chain_(
                     map_(eq_, map_(len_, now), map_(len_, names)),
-                    map_(is_, from_iterable(now), from_iterable(names)),
+                    map_(is_, from_iterable(now), from_iterable(names))))) and all_(chain_(
                     map_(is_, map_(getitem_, repeat_(heap), held_at), map_(second, held)),
                     map_(is_, from_iterable(map_(proxy_values, map_(dict_of, map_(second, held)))), values),
                     map_(is_, map_(unwrapped, map_(first, wrappers)), map_(second, wrappers)),
@@ -979,10 +1002,10 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 kept_then = where, names, held_at, walked[:]
         if kept_then is None:  # every class examined
             at = range_(n)
-            out, names_of, kept = examine(heap, at, views, index)
+            out, names_of, kept = examine(heap, at, views if views is not None else list_(map_(dict_of, heap)), index)
         else:  # only those the heap did not have then
             at = tuple_(sorted_(frozenset_(range_(n)) - frozenset_(kept_then[0])))
-            out, names_of, kept = examine(heap, at, list_(map_(getitem_, repeat_(views), at)), index)
+            out, names_of, kept = examine(heap, at, list_(map_(dict_of, map_(getitem_, repeat_(heap), at))), index)
         walked.clear()
         if out or kept is None:
             return out

@@ -57,6 +57,12 @@ def _plugin_dir() -> Any:
     return resources.files("frog_gym").joinpath("_plugin")
 
 
+def vault_env() -> dict[str, str]:
+    """What a graded run's environment takes from the host's: ``FROG_VAULT_ACCEL=0`` keeps the report vault off its C
+    helper (``_plugin/frog_accel.c``), so that its Python checks can be run where the helper is built (tests)."""
+    return {"FROG_VAULT_ACCEL": "0"} if os.environ.get("FROG_VAULT_ACCEL") == "0" else {}
+
+
 PLUGIN_PARTS = ("frog_key.py", "frog_guard.py", "frog_seal.py", "frog_vault.py")
 """The report plugin's parts, which ``frog_report.py`` loads from its own folder (never through ``sys.path``, never
 into ``sys.modules``): the whole ``_plugin`` folder is mounted at ``/frog/plugin``, so they travel with it."""
@@ -219,6 +225,7 @@ def run_tests(repo: PreparedRepo, tree: Path, ids: tuple[str, ...] | None, timeo
             key = secrets.token_hex(32).encode()
             key_fd = key_fifo(io / "in", chosen, guard, key)
             run_env["FROG_KEY_FIFO"] = "/frog/in/key"
+            run_env.update(vault_env())
         elif chosen is not None:
             (io / "in" / "select.json").write_text(json.dumps(chosen))
         if chosen is not None and (guard is not None or not authenticate):

@@ -60,7 +60,7 @@ from frog_gym.errors import FrogGymError
 from frog_gym.grading.integrity import Canaries
 from frog_gym.grading.runner import (GRADING_PYTEST_ARGS, PLUGIN_PARTS, RunResult, TestStatus, _owned_modules,
                                       grading_selection, key_fifo, pristine_binds, read_report, run_tests,
-                                      test_files_of)
+                                      test_files_of, vault_env)
 from frog_gym.sandbox import owner
 from frog_gym.sandbox.base import Limits
 from frog_gym.sandbox.local import readable
@@ -383,7 +383,7 @@ class GradingServer(ForkServer):
                 files.append(canaries.file)
             args = [*self.repo.spec.pytest_args, "-q", "-p", "frog_report", *GRADING_PYTEST_ARGS, *files]
             env = {"FROG_REPORT": "/frog/out/report.json", "FROG_SELECT": "/frog/in/select.json",
-                   "FROG_KEY_FIFO": "/frog/in/key"}
+                   "FROG_KEY_FIFO": "/frog/in/key", **vault_env()}
             req = {"args": args, "env": env, "timeout": timeout, "protect": [f"/testbed/{p}" for p in self.protect],
                    "rewrite": ["/frog/plugin/frog_report.py",
                                *(f"/testbed/{p}" for p in _test_modules(files, template) if p != canaries.file)],
