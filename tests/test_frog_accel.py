@@ -1,6 +1,6 @@
 """The report vault's C helper (``frog_gym/_plugin/frog_accel.c``): built by the install where a C compiler is, the
-same walk of the classes and the same comparison of their names as the vault's Python, and taken by the vault in a
-graded run (warm and cold) unless the host says ``FROG_VAULT_ACCEL=0``."""
+same walk of the classes and the same comparisons (the classes' names, the sealed namespaces) as the vault's Python,
+and taken by the vault in a graded run (warm and cold) unless the host says ``FROG_VAULT_ACCEL=0``."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_the_helper_is_built_where_a_compiler_is():
 
 
 def test_the_helper_walks_the_classes_the_vaults_python_walk_does(helper):
-    heap_classes, _ = helper
+    heap_classes, _, _ = helper
 
     class Base:
         pass
@@ -105,7 +105,7 @@ def test_the_helper_walks_the_classes_the_vaults_python_walk_does(helper):
 
 
 def test_the_helper_compares_the_names_by_identity(helper):
-    _, same_names = helper
+    _, same_names, _ = helper
 
     class Held:
         a = 1
@@ -131,9 +131,48 @@ def test_the_helper_reads_a_c_metaclass_dict_subclass(helper):
     """ctypes' classes keep a dict subclass as their namespace: read by its keys, as iterating it reads it."""
     import ctypes
 
-    _, same_names = helper
+    _, same_names, _ = helper
     classes = [ctypes.CFUNCTYPE(ctypes.c_int), ctypes.Structure]
     assert same_names(classes, _names(classes)) is True
+
+
+def _state(namespaces):
+    """A namespace group's state as the vault's seal keeps it: the sizes, then every key, then every value."""
+    dicts = [d for d in namespaces if type(d) is dict]
+    proxies = [d for d in namespaces if type(d) is not dict]
+    every = (*dicts, *proxies)
+    keys = [k for d in every for k in d]
+    values = [v for d in dicts for v in d.values()] + [v for d in proxies for v in d.values()]
+    return every, tuple(map(len, every)), (*keys, *values)
+
+
+def test_the_helper_compares_the_sealed_namespaces_by_identity(helper):
+    import _pytest.runner
+    import _pytest.reports
+
+    _, _, same_items = helper
+
+    class Sealed:
+        def method(self):
+            return 1
+
+    module = {"a": 1, "b": Sealed}
+    every, sizes, flat = _state([module, vars(_pytest.runner), vars(Sealed), _pytest.reports.TestReport.__dict__])
+    assert same_items(every, sizes, flat) is True
+    module["b"] = Sealed  # the same object put back
+    assert same_items(every, sizes, flat) is True
+    module["b"] = type("Sealed", (), {})  # another object under the name
+    assert same_items(every, sizes, flat) is False
+    module["b"] = Sealed
+    Sealed.method = lambda self: 2  # a class's value replaced (its mappingproxy read through)
+    assert same_items(every, sizes, flat) is False
+    every, sizes, flat = _state([module, vars(Sealed)])
+    module["c"] = 3  # a name added: its size differs
+    assert same_items(every, sizes, flat) is False
+    del module["c"]
+    assert same_items(every, sizes, flat) is True
+    assert same_items(every, sizes, flat[:-1]) is False and same_items(every, sizes[:1], flat) is False
+    assert same_items((*every[:1], 42), sizes, flat) is False  # no namespace at all
 
 
 def _graded_cold(tmp_path, task, repo, template):
@@ -169,7 +208,7 @@ def test_a_graded_run_takes_the_helper_unless_the_host_says_no(helper, tmp_path,
     task = load_task(FLAT)
     repo = prepare(load_repo(task.repo))
     template = template_for(repo, task.bug_patch, FLAT)
-    want = "c" if accel == "on" else "python"
+    want = "c+c" if accel == "on" else "python+python"  # (the walk of the classes, then the seal's comparison)
     cold = _graded_cold(tmp_path, task, repo, template)
     warm = _graded_warm(task, repo, template, 1)
     assert cold["vault"] == want and warm["vault"] == want, (cold.get("guard"), warm.get("guard"))

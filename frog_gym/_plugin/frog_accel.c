@@ -1,9 +1,10 @@
-/* The report vault's two hottest reads, in C: the walk of the subclass tree and the comparison of every class's
- * names with a walk kept from before (frog_vault.py, lying_values). Both read type objects only, with the GIL held,
- * and call no Python code: no hash, comparison or method of any object runs (identity by address), so a package
+/* The report vault's hottest reads, in C: the walk of the subclass tree and the comparison of every class's names with
+ * a walk kept from before (frog_vault.py, lying_values), and the comparison of the sealed namespaces with the state
+ * the last check found (broken_namespace). They read type objects and dictionaries only, with the GIL held, and
+ * call no Python code: no hash, comparison or method of any object runs (identity by address), so a package
  * under test has nothing of its own to run inside them. Optional: setup.py builds it where a C compiler is found,
- * and the vault uses it only where its walk gives exactly what its own Python walk gives (checked when the vault
- * opens); else the vault does the same in Python.
+ * and the vault uses it only where it answers exactly as the vault's own Python does (checked when the vault opens);
+ * else the vault does the same in Python.
  *
  * Loaded by frog_report.py from the file next to it, never through sys.path; multi-phase initialisation, so the
  * loader puts it in no sys.modules. */
@@ -145,9 +146,61 @@ static PyObject *same_names(PyObject *module, PyObject *args) {
     Py_RETURN_TRUE;
 }
 
+/* descrobject.c's mappingproxyobject (unchanged from Python 3.3 to 3.11): read only after an exact type check */
+typedef struct {
+    PyObject_HEAD
+    PyObject *mapping;
+} proxyobject;
+
+/* The dict a namespace reads: itself (a dict), or the one a mappingproxy wraps; NULL for anything else. */
+static PyObject *namespace_dict(PyObject *ns) {
+    if (PyDict_Check(ns)) return ns;
+    if (Py_IS_TYPE(ns, &PyDictProxy_Type)) {
+        PyObject *mapping = ((proxyobject *)ns)->mapping;
+        if (mapping != NULL && PyDict_Check(mapping)) return mapping;
+    }
+    return NULL;
+}
+
+PyDoc_STRVAR(same_items_doc,
+"same_items(namespaces, sizes, flat) -> bool\n\n"
+"Whether each namespace (a dict, or a mappingproxy of one) has the size at its place of sizes, and their keys in\n"
+"order, then their values in order, are the very objects of flat (identity only: no hash or comparison runs).");
+
+static PyObject *same_items(PyObject *module, PyObject *args) {
+    PyObject *namespaces, *sizes, *flat;
+    if (!PyArg_ParseTuple(args, "O!O!O!:same_items", &PyTuple_Type, &namespaces, &PyTuple_Type, &sizes,
+                          &PyTuple_Type, &flat))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(namespaces), total = 0;
+    if (PyTuple_GET_SIZE(sizes) != n) Py_RETURN_FALSE;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *dict = namespace_dict(PyTuple_GET_ITEM(namespaces, i)), *size = PyTuple_GET_ITEM(sizes, i);
+        if (dict == NULL || !PyLong_CheckExact(size)) Py_RETURN_FALSE;
+        Py_ssize_t want = PyLong_AsSsize_t(size);
+        if (want == -1 && PyErr_Occurred()) return NULL;
+        if (PyDict_GET_SIZE(dict) != want) Py_RETURN_FALSE;
+        total += want;
+    }
+    if (PyTuple_GET_SIZE(flat) != 2 * total) Py_RETURN_FALSE;
+    Py_ssize_t k = 0, v = total;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *dict = namespace_dict(PyTuple_GET_ITEM(namespaces, i)), *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(dict, &pos, &key, &value)) {
+            if (k >= total || key != PyTuple_GET_ITEM(flat, k) || value != PyTuple_GET_ITEM(flat, v)) Py_RETURN_FALSE;
+            k++;
+            v++;
+        }
+    }
+    if (k != total) Py_RETURN_FALSE;
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"heap_classes", heap_classes, METH_VARARGS, heap_classes_doc},
     {"same_names", same_names, METH_VARARGS, same_names_doc},
+    {"same_items", same_items, METH_VARARGS, same_items_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -70,7 +70,7 @@ def _sibling(name):
 
 def _accel():
     """The vault's C helper (``frog_accel.c``, built by the install where a C compiler was found) as ``(heap_classes,
-    same_names)``, loaded from the file next to this one for this interpreter (never through ``sys.path``, never into
+    same_names, same_items)``, loaded from the file next to this one for this interpreter (never through ``sys.path``, never into
     ``sys.modules``), or None where there is none (the vault then does the same in Python, and checks the helper
     against its own walk before it takes it)."""
     from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleSpec
@@ -84,7 +84,7 @@ def _accel():
         loader = ExtensionFileLoader("frog_accel", path)
         module = loader.create_module(ModuleSpec("frog_accel", loader, origin=path))
         loader.exec_module(module)
-        return module.heap_classes, module.same_names
+        return module.heap_classes, module.same_names, module.same_items
     except Exception:  # noqa: BLE001 (a helper that does not load: the vault's Python walk, as without one)
         return None
 

@@ -124,9 +124,10 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     ``ahead_code``: what pytest runs of each graded test file and conftest (``frog_guard.test_code``), or None;
     ``code_keys``: ``frog_guard.code_keys``, which keys that code (a copy of it is taken here); ``library``: what
     library files outside the repository compile to (:func:`library_ahead`, a grading server's parent), or None;
-    ``accel``: the plugin's C helper (``frog_accel.c``: ``heap_classes`` and ``same_names``, the walk of the classes
-    and the comparison of their names without a Python step per class or name), or None; taken only where it walks
-    exactly as the Python walk here does (the signed report's ``"vault"`` says which ran)."""
+    ``accel``: the plugin's C helper (``frog_accel.c``: ``heap_classes``, ``same_names`` and ``same_items``, the walk
+    of the classes and the comparisons of their names and of the sealed namespaces, without a Python step per class
+    or name), or None; each part taken only where it answers exactly as the Python here does (the signed report's
+    ``"vault"`` says which ran)."""
     import _hashlib
     import _json
     import _operator
@@ -551,9 +552,10 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         entries, every, dicts, proxies, before = entries
         n = len_(every)
         # as last found, compared in place (one C call: the sizes as ints, then every key and value by identity)
-        if before and all_(chain_(map_(eq_, map_(len_, every), before[0]),
-                                  map_(is_, chain_(from_iterable(every), from_iterable(
-                                      chain_(map_(dict_values, dicts), map_(proxy_values, proxies)))), before[1]))):
+        if before and (c_items[0](every, before[0], before[1]) if c_items else all_(chain_(
+                map_(eq_, map_(len_, every), before[0]),
+                map_(is_, chain_(from_iterable(every), from_iterable(
+                    chain_(map_(dict_values, dicts), map_(proxy_values, proxies)))), before[1])))):
             now = None
         else:
             now = tuple_(chain_(map_(len_, every), from_iterable(every),
@@ -729,7 +731,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 out[k] = extra[k]
         if guard or flagged:
             out["guard"] = list_(flagged)
-        out["vault"] = "c" if c_walk else "python"  # (informative: how lying_values walked the classes)
+        # (informative: what ran the walk of the classes and the seal's comparison, the C helper or Python)
+        out["vault"] = ("c" if c_walk else "python") + ("+c" if c_items else "+python")
         text = dumps(out)
         signer = mac.copy()
         signer.update(text.encode())
@@ -765,15 +768,26 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # The plugin's C helper (``frog_accel.c``: the same walk, and the names compared by identity, without a Python step
     # per class or name), taken only where it gives exactly the classes this walk gives, in the same order (a helper
     # built for another interpreter, or changed, is never used): both are C functions, bound here.
-    c_walk, c_names = [], []
-    if type_(accel) is tuple_ and len_(accel) == 2 and all_(type_(f) is type_(len_) for f in accel):
+    # Its comparison of the sealed namespaces is taken where it finds every group as this module reads it, and a
+    # group one object of whose state differs, different.
+    c_walk, c_names, c_items = [], [], []
+    if type_(accel) is tuple_ and len_(accel) == 3 and all_(type_(f) is type_(len_) for f in accel):
         try:
             ours, theirs = heap_classes(), accel[0](object_, immutable)
             if type_(theirs) is list_ and len_(theirs) == len_(ours) and all_(map_(is_, theirs, ours)) and \
                     accel[1]([*ours], tuple_(map_(tuple_, map_(dict_of, ours)))) is True:
                 c_walk.append(accel[0])
                 c_names.append(accel[1])
-        except BaseException_:  # noqa: BLE001 (the Python walk, as without it)
+            agrees = True
+            for _, every, dicts, proxies, _ in (*sealed, *hot):
+                sizes = tuple_(map_(len_, every))
+                flat = tuple_(chain_(from_iterable(every),
+                                     from_iterable(chain_(map_(dict_values, dicts), map_(proxy_values, proxies)))))
+                agrees = agrees and accel[2](every, sizes, flat) is True and \
+                    (not flat or accel[2](every, sizes, (object_(), *flat[1:])) is False)
+            if agrees:
+                c_items.append(accel[2])
+        except BaseException_:  # noqa: BLE001 (the Python comparisons, as without it)
             pass
 
     fine_before = {}  # id -> function of a file's code that lying_values found fine (held, so that ids stay theirs)
