@@ -134,13 +134,16 @@ they save moves both sides). ``--rounds 2`` four times on the final tree: 2.03x 
 2.05x (43.1 / 42.6, 21.0 / 20.8), 2.09x (40.6 / 41.0, 19.6 / 19.3), 2.01x (41.6 / 41.9, 20.8 / 20.6). Target 2x: met
 by every run this session, by 0.01-0.09; what is left on the warm side alone (server starts 1.9 s, the children's
 kernel time 1.2 s) is interpreter, import and copy-on-write cost.
-Session 27, the same tree on a fresh machine (load 0.2-1.8): ``--rounds 2`` four times: 2.02x (cold 41.0 / 41.6, warm
-20.9 / 20.0), 1.9998x (printed 2.00x: cold 4,309, warm 8,617 episodes per CPU-hour), 2.02x (41.8 / 42.1, 20.6 /
-21.0) and 1.95x (42.1 / 45.1, 22.1 / 22.7; load 1.5-1.8, the machine slower on both sides). Target 2x: not reliably
-met. ``benchmarks/child_profile.py`` (new) splits the children's runs by pytest phase: the tests' own calls are a
-quarter of them, pytest's configuration and collection a quarter, and the vault's checks about a sixth, which cold
-grades pay alike; what a warm pass pays alone is its twenty server starts and each child's kernel time, the
-copy-on-write faults of reading the parent's memory among it (about 6,100 faults a grade: ``warm_costs.py``).
+Session 27, a fresh machine (load 0.2-1.8). On the session's first tree (31b6903), ``--rounds 2`` four times: 2.02x
+(cold 41.0 / 41.6, warm 20.9 / 20.0), 1.9998x (printed 2.00x: cold 4,309, warm 8,617 episodes per CPU-hour), 2.02x
+(41.8 / 42.1, 20.6 / 21.0) and 1.95x (42.1 / 45.1, 22.1 / 22.7). ``benchmarks/child_profile.py`` (new) split the
+children's runs by pytest phase: the vault's checks about a sixth of them, in Python steps per class and per name.
+With the vault's C helper (``_plugin/frog_accel.c``: the walk of the classes, the comparison of their names and of
+the sealed namespaces; ``vault_costs.py``: the vault's event bodies 3.54 -> 1.99 s a pass): ``--against`` the first
+tree, ``--rounds 3``, with the walk and names alone: warm CPU 21.45 -> 20.26 s (0.945). Later the machine ran
+slower, cold more than warm (cold 45-50 s for the same code), and the ratio rose for both trees, so the two were
+run in turn: this tree 2.12x (cold 49.5 / 45.1, warm 22.8 / 21.9), 2.17x (47.2 / 48.2, 22.6 / 21.3) and 2.15x; the
+first tree between them 2.10x (47.2 / 49.6, 22.7 / 23.5) and 2.03x. The helper's share: about +0.08 on the ratio.
 
     python benchmarks/harness.py [--tasks 50] [--rounds 1] [--epochs 1]
     python benchmarks/harness.py --rounds 2 --impact          # both sides with test-impact selection
