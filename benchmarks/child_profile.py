@@ -34,17 +34,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cpumeter import CpuMeter  # noqa: E402
-from harness import _run_side, mixed_tasks, warm_up  # noqa: E402
-from vault_costs import _patch, package_copy  # noqa: E402
+from harness import mixed_tasks, warm_up  # noqa: E402
+from vault_costs import _patch, instrumented_pass, package_copy  # noqa: E402
 
 OUT = "child.pstats"
 
@@ -60,11 +57,6 @@ _CHILD_END = '''        _profiler.snapshot_stats()  # (still enabled: turning it
         while _data:
             _data = _data[os.write(_stats, _data):]
 '''
-_HOST = f'''        if (self.out / {OUT!r}).is_file() and os.environ.get("FROG_CHILD_PROFILE"):
-            shutil.move(str(self.out / {OUT!r}), os.path.join(os.environ["FROG_CHILD_PROFILE"],
-                                                              f"{{os.getpid()}}-{{uuid.uuid4().hex}}.pstats"))
-'''
-
 PHASES = (
     ("pytest's configuration (arguments, ini, plugins, conftests)", "_pytest/config/__init__.py", "_prepareconfig"),
     ("  the report plugin's load (guard, seal, vault)", "frog_report.py", "<module>"),
@@ -85,15 +77,13 @@ PHASES = (
 
 
 def profiled_copy(into: Path) -> Path:
-    """A copy of the package whose grading server child profiles its ``pytest.main`` and whose host moves each
-    child's statistics to ``$FROG_CHILD_PROFILE``."""
-    package_copy(into)
+    """A copy of the package whose grading server child profiles its ``pytest.main`` and whose host keeps each
+    child's statistics (:func:`vault_costs.instrumented_pass`)."""
+    package_copy(into, kept=OUT)
     server = into / "frog_gym" / "_plugin" / "frog_server.py"
     call = "        code = pytest.main(plugins=[_ChildPlugin])\n"
     _patch(server, call, _CHILD_START, before=True)
     _patch(server, _CHILD_START + call, _CHILD_END)
-    _patch(into / "frog_gym" / "grading" / "server.py", '        output = _read_tail(self.out, "log.txt")\n', _HOST,
-           before=True)
     return into
 
 
@@ -127,19 +117,7 @@ def main() -> None:
     print(f"{len(ids)} tasks of the harness's suite, one warm pass, every grade's child profiled; load average at "
           f"start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
     warm_up(ids)
-    with tempfile.TemporaryDirectory(prefix="frog-child-profile-") as tmp:
-        root, found = profiled_copy(Path(tmp) / "tree"), Path(tmp) / "found"
-        found.mkdir()
-        os.environ["FROG_CHILD_PROFILE"] = str(found)  # (the side's process inherits it)
-        meter = CpuMeter()
-        cpu, _, side = _run_side(meter, "warm", ids, False, root, "profiled warm")
-        meter.close()
-        files = sorted(found.glob("*.pstats"))
-        if len(files) != side["episodes"] or side["resolved"] != side["episodes"]:
-            raise SystemExit(f"{len(files)} grades left a profile, {side['resolved']} of {side['episodes']} episodes "
-                             f"resolved: {side.get('unresolved')}")
-        cumulative, own, calls = summed(files)
-        shutil.rmtree(found)
+    cpu, _, _, (cumulative, own, calls) = instrumented_pass(ids, profiled_copy, "profile", summed)
 
     def key(suffix: str, name: str) -> tuple[str, str]:
         found = next((k for k in cumulative if k[1] == name and k[0].endswith(suffix)), None)

@@ -84,30 +84,60 @@ def _patch(path: Path, anchor: str, text: str, before: bool = False) -> None:
     path.write_text(source.replace(anchor, text + anchor if before else anchor + text), encoding="utf-8")
 
 
-def package_copy(into: Path) -> Path:
+def package_copy(into: Path, kept: str | None = None) -> Path:
     """A copy of this checkout's package and of the harness's runner in ``into`` (for ``_run_side(..., root=into)``),
-    to instrument there: the checkout is never touched."""
+    to instrument there: the checkout is never touched. With ``kept``: the copy's grading server moves the file of
+    that name its child left in the out folder to ``$FROG_KEPT`` after each grade (:func:`instrumented_pass`)."""
     shutil.copytree(ROOT / "frog_gym", into / "frog_gym", ignore=shutil.ignore_patterns("__pycache__"))
     (into / "benchmarks").mkdir()
     for name in ("harness.py", "cpumeter.py"):
         shutil.copy2(ROOT / "benchmarks" / name, into / "benchmarks" / name)
+    if kept is not None:
+        _patch(into / "frog_gym" / "grading" / "server.py", '        output = _read_tail(self.out, "log.txt")\n',
+               f"        if (self.out / {kept!r}).is_file() and os.environ.get('FROG_KEPT'):\n"
+               f"            shutil.move(str(self.out / {kept!r}), os.path.join(os.environ['FROG_KEPT'],\n"
+               f"                                                              f'{{uuid.uuid4().hex}}-{kept}'))\n")
     return into
 
 
+def instrumented_pass(ids: list[str], make_copy, what: str, read):
+    """One warm pass of ``ids`` in a process of its own on ``make_copy(folder)`` (a :func:`package_copy` with ``kept``),
+    its CPU metered; ``read`` takes the files the grades left (one a grade, checked, as is every episode resolved)
+    while they exist. Returns (CPU, wall, the side's summary, what ``read`` returned)."""
+    with tempfile.TemporaryDirectory(prefix="frog-instrumented-") as tmp:
+        root, found = make_copy(Path(tmp) / "tree"), Path(tmp) / "found"
+        found.mkdir()
+        os.environ["FROG_KEPT"] = str(found)  # (the side's process inherits it)
+        meter = CpuMeter()
+        print(f"CPU time: {meter.kind}", flush=True)
+        cpu, wall, side = _run_side(meter, "warm", ids, False, root, what)
+        meter.close()
+        files = sorted(found.iterdir())
+        if len(files) != side["episodes"] or side["resolved"] != side["episodes"]:
+            raise SystemExit(f"{len(files)} grades left their {what} file, {side['resolved']} of {side['episodes']} "
+                             f"episodes resolved: {side.get('unresolved')}")
+        return cpu, wall, side, read(files)
+
+
 def instrumented_copy(into: Path) -> Path:
-    """A copy of this checkout's package and of the harness's runner, the copy's vault and grading server timed."""
-    package_copy(into)
+    """A copy of this checkout's package and of the harness's runner, the copy's vault timed."""
+    package_copy(into, kept=OUT)
     vault = into / "frog_gym" / "_plugin" / "frog_vault.py"
     rebind = "".join(f"    {n} = _costs_timed({n!r}, {n})\n" for n in TIMED)
     _patch(vault, "    gen = run()\n", _TIMER + rebind, before=True)
     _patch(vault, "        replace(tmp, report_path)\n",
            f"        with open_(_costs_os.path.join(_costs_os.path.dirname(report_path), {OUT!r}), 'w') as _f:\n"
            "            _f.write(_costs_json.dumps(_costs))\n")
-    _patch(into / "frog_gym" / "grading" / "server.py", '        output = _read_tail(self.out, "log.txt")\n',
-           f"        if (self.out / {OUT!r}).is_file() and os.environ.get('FROG_VAULT_COSTS'):\n"
-           f"            shutil.move(str(self.out / {OUT!r}), os.path.join(os.environ['FROG_VAULT_COSTS'],\n"
-           "                                                              f'{os.getpid()}-{uuid.uuid4().hex}.json'))\n")
     return into
+
+
+def _totals(files: list[Path]) -> dict[str, list[float]]:
+    totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for f in files:
+        for name, (calls, seconds) in json.loads(f.read_text()).items():
+            totals[name][0] += calls
+            totals[name][1] += seconds
+    return totals
 
 
 def main() -> None:
@@ -118,26 +148,9 @@ def main() -> None:
     print(f"{len(ids)} tasks of the harness's suite, one warm pass; load average at start {os.getloadavg()[0]:.2f} on "
           f"{os.cpu_count()} CPUs", flush=True)
     warm_up(ids)
-    with tempfile.TemporaryDirectory(prefix="frog-vault-costs-") as tmp:
-        root, found = instrumented_copy(Path(tmp) / "tree"), Path(tmp) / "found"
-        found.mkdir()
-        os.environ["FROG_VAULT_COSTS"] = str(found)  # (the side's process inherits it)
-        meter = CpuMeter()
-        print(f"CPU time: {meter.kind}", flush=True)
-        cpu, wall, side = _run_side(meter, "warm", ids, False, root, "instrumented warm")
-        meter.close()
-        totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-        grades = 0
-        for f in found.glob("*.json"):
-            grades += 1
-            for name, (calls, seconds) in json.loads(f.read_text()).items():
-                totals[name][0] += calls
-                totals[name][1] += seconds
-    if grades != side["episodes"] or side["resolved"] != side["episodes"]:
-        raise SystemExit(f"{grades} grades reported the vault's times, {side['resolved']} of {side['episodes']} "
-                         f"episodes resolved: {side.get('unresolved')}")
+    cpu, wall, side, totals = instrumented_pass(ids, instrumented_copy, "vault times", _totals)
     print(f"warm pass: {side['episodes']} episodes, CPU {cpu:.2f} s (every descendant), wall {wall:.1f} s; "
-          f"{grades} grades' vaults:")
+          f"{side['episodes']} grades' vaults:")
     print(f"  {'check':24} {'calls':>8} {'seconds':>8} {'us a call':>10} {'of the CPU':>10}")
     for name in sorted(totals, key=lambda n: -totals[n][1]):
         calls, seconds = totals[name]
