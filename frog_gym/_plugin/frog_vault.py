@@ -552,7 +552,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         entries, every, dicts, proxies, before = entries
         n = len_(every)
         # as last found, compared in place (one C call: the sizes as ints, then every key and value by identity)
-        if before and (c_items[0](every, before[0], before[1]) if c_items else all_(chain_(
+        if before and (c_items(every, before[0], before[1]) if c_items is not None else all_(chain_(
                 map_(eq_, map_(len_, every), before[0]),
                 map_(is_, chain_(from_iterable(every), from_iterable(
                     chain_(map_(dict_values, dicts), map_(proxy_values, proxies)))), before[1])))):
@@ -732,7 +732,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         if guard or flagged:
             out["guard"] = list_(flagged)
         # (informative: what ran the walk of the classes and the seal's comparison, the C helper or Python)
-        out["vault"] = ("c" if c_walk else "python") + ("+c" if c_items else "+python")
+        out["vault"] = ("python" if c_walk is None else "c") + ("+python" if c_items is None else "+c")
         text = dumps(out)
         signer = mac.copy()
         signer.update(text.encode())
@@ -750,8 +750,8 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     def heap_classes():
         """Every class alive that is not a static type (``immutable``: its dictionary is as C made it), each once,
         by a walk of the subclass tree (in C where ``accel`` was taken: see below)."""
-        if c_walk:
-            return c_walk[0](object_, immutable)
+        if c_walk is not None:
+            return c_walk(object_, immutable)
         heap, seen, todo = [], set_(), [object_]
         add, push, keep = seen.add, todo.append, heap.append
         while todo:
@@ -770,14 +770,13 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
     # built for another interpreter, or changed, is never used): both are C functions, bound here.
     # Its comparison of the sealed namespaces is taken where it finds every group as this module reads it, and a
     # group one object of whose state differs, different.
-    c_walk, c_names, c_items = [], [], []
+    c_walk = c_names = c_items = None
     if type_(accel) is tuple_ and len_(accel) == 3 and all_(type_(f) is type_(len_) for f in accel):
         try:
             ours, theirs = heap_classes(), accel[0](object_, immutable)
             if type_(theirs) is list_ and len_(theirs) == len_(ours) and all_(map_(is_, theirs, ours)) and \
                     accel[1]([*ours], tuple_(map_(tuple_, map_(dict_of, ours)))) is True:
-                c_walk.append(accel[0])
-                c_names.append(accel[1])
+                c_walk, c_names = accel[0], accel[1]
             agrees = True
             for _, every, dicts, proxies, _ in (*sealed, *hot):
                 sizes = tuple_(map_(len_, every))
@@ -786,7 +785,7 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
                 agrees = agrees and accel[2](every, sizes, flat) is True and \
                     (not flat or accel[2](every, sizes, (object_(), *flat[1:])) is False)
             if agrees:
-                c_items.append(accel[2])
+                c_items = accel[2]
         except BaseException_:  # noqa: BLE001 (the Python comparisons, as without it)
             pass
 
@@ -987,23 +986,23 @@ def open_vault(key_fifo, read_exactly, guard, flags, sealed, hot_modules, hot_ho
         n = len_(heap)
         # the classes' namespaces (read where examined, and by the Python comparison of names; the C one reads the
         # classes themselves)
-        views = None if c_names else list_(map_(dict_of, heap))
+        views = list_(map_(dict_of, heap)) if c_names is None else None
         ids = tuple_(map_(ident, heap))
         index = [None]  # the heap's positions by class id, made once per call where needed
         kept_then = None  # (where the heap has the kept classes now, their names, their held entries' places, the entry)
         if walked and len_(recoded) == walked[7]:
             then, names, held, values, wrappers, typed, mros, _ = walked
             if ids == then:  # (ints, compared in C) the very classes, in the same order
-                where, now, held_at = None, heap if c_names else views, tuple_(map_(first, held))
+                where, now, held_at = None, heap if views is None else views, tuple_(map_(first, held))
             else:  # classes made or gone since: each kept one compared where the heap has it now
                 index[0] = dict_(zip_(ids, range_(n)))
                 where = tuple_(map_(index[0].get, then))
                 alive = tuple_(map_(is_not, where, repeat_(None)))
                 if not all_(alive):
                     where, names = tuple_(compress(where, alive)), tuple_(compress(names, alive))
-                now = list_(map_(getitem_, repeat_(heap if c_names else views), where))
+                now = list_(map_(getitem_, repeat_(heap if views is None else views), where))
                 held_at = tuple_(map_(index[0].get, map_(ident, map_(second, held))))  # (held: alive, ids theirs)
-            if None not in held_at and (c_names[0](now, names) if c_names else all_(chain_(
+            if None not in held_at and (c_names(now, names) if c_names is not None else all_(chain_(
                     map_(eq_, map_(len_, now), map_(len_, names)),
                     map_(is_, from_iterable(now), from_iterable(names))))) and all_(chain_(
                     map_(is_, map_(getitem_, repeat_(heap), held_at), map_(second, held)),
